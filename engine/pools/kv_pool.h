@@ -1,0 +1,67 @@
+// File: engine/pools/kv_pool.h
+//
+// KvPool: one device's paged KV cache. It owns the storage for
+// `num_pages` pages; a page holds K and V for `page_size` consecutive token
+// positions of one request, for every layer. Page ids are device-local ints in
+// [0, num_pages).
+//
+// The scheduler allocates and frees pages (admission is limited by free
+// pages); the model runner reads and writes K/V through a request's page table.
+// A page table maps position p to page pages[p / page_size], slot p % page_size.
+//
+// Thread-safety: Allocate/Free/counters are called by the scheduler thread
+// only, between steps. K/V reads and writes happen on the owning device's
+// worker thread during a step. The two never overlap (a step is a barrier).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sy::engine {
+
+struct KvPoolOptions {
+  int num_pages = 512;
+  int page_size = 16;  // tokens per page; 16 keeps internal waste small for short prompts
+  int layers = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+};
+
+class KvPool {
+ public:
+  explicit KvPool(const KvPoolOptions& options);
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  // Appends `n` page ids to *pages. RESOURCE_EXHAUSTED (and *pages unchanged)
+  // if fewer than n pages are free.
+  Status Allocate(int n, std::vector<int32_t>* pages);
+  // REQUIRES: every id was returned by Allocate and not freed since.
+  void Free(const std::vector<int32_t>& pages);
+
+  int num_pages() const { return options_.num_pages; }
+  int page_size() const { return options_.page_size; }
+  int free_pages() const { return static_cast<int>(free_.size()); }
+  int used_pages() const { return num_pages() - free_pages(); }
+  static int PagesFor(int tokens, int page_size) { return (tokens + page_size - 1) / page_size; }
+
+  // Pointer to the kv_heads*head_dim floats of K (or V) for `layer` at slot
+  // `slot` of page `page`.
+  float* K(int page, int layer, int slot);
+  float* V(int page, int layer, int slot);
+  const float* K(int page, int layer, int slot) const;
+  const float* V(int page, int layer, int slot) const;
+  int64_t bytes() const { return static_cast<int64_t>(storage_.size()) * sizeof(float); }
+
+ private:
+  size_t Offset(int page, int layer, int kv, int slot) const;
+
+  KvPoolOptions options_;
+  int64_t row_ = 0;  // kv_heads * head_dim
+  std::vector<float> storage_;
+  std::vector<int32_t> free_;  // LIFO free list
+};
+
+}  // namespace sy::engine

@@ -1,0 +1,125 @@
+// File: store/store.h
+//
+// Persisted runs in one SQLite file (WAL). The file format, tables and
+// migrations are documented in docs/STORE.md.
+//
+// Writer: owns a writer thread and a bounded queue. Enqueue() never blocks:
+// beyond `queue_capacity` the message is dropped and counted (never silent).
+// The thread writes in batched transactions (up to `batch_max` messages or
+// every `flush_ms`). A write error (disk full, I/O) stops writing, is kept in
+// status(), and further messages are counted as dropped; what was committed
+// stays intact.
+//
+// Reader: read-only access for replay and listing; several may coexist with a
+// live Writer (WAL).
+//
+// Thread-safety: Writer methods may be called from any thread. A Reader is
+// used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "telemetry/protocol.h"
+
+namespace sy::store {
+
+// PRAGMA user_version of a file this build writes. Older files are migrated on
+// open by the Writer; newer ones are refused (FAILED_PRECONDITION).
+inline constexpr int kSchemaVersion = 1;
+
+struct WriterOptions {
+  size_t queue_capacity = 200000;  // messages
+  int batch_max = 4096;            // messages per transaction
+  int flush_ms = 200;              // longest a message waits before commit
+};
+
+struct WriterCounters {
+  int64_t written = 0;   // messages committed
+  int64_t dropped = 0;   // queue full or writer stopped by an error
+  int64_t queued = 0;    // waiting now
+};
+
+// An operator command sent by the console and what came back.
+struct CommandRecord {
+  std::string run;     // run id it was sent to ("" if none known yet)
+  int64_t t_us = 0;    // engine time when known, else 0
+  int64_t unix_ms = 0; // console wall clock when sent
+  std::string text;    // as typed, e.g. "trace full"
+  std::string request; // JSON sent
+  bool ok = false;
+  std::string reply;   // JSON received, or the client-side error text
+};
+
+class Writer {
+ public:
+  // Creates or migrates the file. UNAVAILABLE if it cannot be opened or
+  // written; DATA_LOSS if it is not a SQLite database or fails its check;
+  // FAILED_PRECONDITION if its schema is newer than this build.
+  static Result<std::unique_ptr<Writer>> Open(const std::string& path,
+                                              const WriterOptions& options = {});
+  // Drains the queue (committing it), marks live runs "ended" unless
+  // MarkInterrupted was called, closes the file.
+  ~Writer();
+
+  void Enqueue(telemetry::Message m);
+  void RecordCommand(CommandRecord c);
+  // Marks a run ended abnormally (engine lost) or ended normally.
+  void EndRun(const std::string& run, bool abnormal);
+  // Blocks until everything enqueued so far is committed (or writing stopped).
+  void Flush();
+  WriterCounters counters() const;
+  // OK, or the error that stopped writing (e.g. RESOURCE_EXHAUSTED: disk full).
+  Status status() const;
+  const std::string& path() const;
+
+  class Impl;
+
+ private:
+  explicit Writer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct RunInfo {
+  std::string id;
+  int64_t started_unix_ms = 0;
+  int64_t duration_us = 0;     // last message time seen
+  std::string status;          // "live" | "ended" | "abnormal" | "interrupted"
+  std::string model;           // preset name
+  int devices = 0;
+  int64_t steps = 0;
+  int64_t requests = 0;
+  int64_t spans = 0;
+};
+
+class Reader {
+ public:
+  // NOT_FOUND if the file does not exist; DATA_LOSS if it is not a Switchyard
+  // store; FAILED_PRECONDITION for a newer schema.
+  static Result<std::unique_ptr<Reader>> Open(const std::string& path);
+  ~Reader();
+
+  // Newest first.
+  Result<std::vector<RunInfo>> ListRuns();
+  Result<RunInfo> GetRun(const std::string& id);
+  // Latest Meta stored for the run. NOT_FOUND if the run has none.
+  Result<telemetry::Meta> GetMeta(const std::string& id);
+  // Every stored message of the run with from_us <= t < to_us, as the
+  // messages that were received, ordered by (t, topic order, seq).
+  Result<std::vector<telemetry::Message>> Messages(const std::string& id, int64_t from_us,
+                                                   int64_t to_us);
+  Result<std::vector<CommandRecord>> Commands(const std::string& id);
+
+  class Impl;
+
+ private:
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sy::store

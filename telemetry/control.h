@@ -1,0 +1,64 @@
+// File: telemetry/control.h
+//
+// Operator commands over ZeroMQ (ZeroMQ guide: ROUTER for the server, REQ or
+// DEALER for clients).
+//
+// ControlServer (engine): a ROUTER socket. Serve() is non-blocking: it answers
+// up to `max` pending requests by calling `handler` and returns. A request it
+// cannot decode gets an INVALID_ARGUMENT reply without reaching the handler.
+// Both REQ clients ([identity][empty][body]) and DEALER clients that send the
+// empty delimiter frame are supported; a message with no delimiter is answered
+// in the same shape it came in.
+//
+// ControlClient (console): a DEALER socket that sends the empty delimiter a
+// REQ would. Call() waits up to `timeout` for the reply with the matching id;
+// a late reply to an earlier timed-out call is discarded. UNAVAILABLE on
+// timeout.
+//
+// Thread-safety: each object is used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "telemetry/protocol.h"
+
+namespace sy::telemetry {
+
+using CommandHandler = std::function<CommandReply(const CommandRequest&)>;
+
+class ControlServer {
+ public:
+  // UNAVAILABLE if the endpoint cannot be bound.
+  static Result<std::unique_ptr<ControlServer>> Bind(const std::string& endpoint);
+  ~ControlServer();
+  // Returns how many requests were answered (malformed ones included).
+  int Serve(const CommandHandler& handler, int max = 16);
+  // Like Serve, but waits up to `timeout` for the first request.
+  int ServeFor(const CommandHandler& handler, std::chrono::milliseconds timeout, int max = 16);
+
+  class Impl;
+
+ private:
+  explicit ControlServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class ControlClient {
+ public:
+  static Result<std::unique_ptr<ControlClient>> Connect(const std::string& endpoint);
+  ~ControlClient();
+  // Fills request.id with a fresh number when it is null.
+  Result<CommandReply> Call(CommandRequest request, std::chrono::milliseconds timeout);
+
+  class Impl;
+
+ private:
+  explicit ControlClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sy::telemetry

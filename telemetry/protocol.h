@@ -1,0 +1,245 @@
+// File: telemetry/protocol.h
+//
+// The one vocabulary spoken between moe-engine and its observers (console,
+// store, third-party clients). Mirrored entry for entry in docs/PROTOCOL.md;
+// change both in the same commit.
+//
+// Streams travel on a ZeroMQ PUB socket as two-frame messages:
+//   frame 0: topic, ASCII, one of kTopic* below (consumers may prefix-filter)
+//   frame 1: UTF-8 JSON object: the envelope fields {"v","run","seq","t"} plus
+//            the stream's own fields.
+// Commands travel on a ROUTER socket: a JSON request {"id","cmd","args"} and a
+// JSON reply {"id","ok","result"} or {"id","ok":false,"error":{code,message}}.
+//
+// Encode* never fails. Decode* validates every field and returns
+// INVALID_ARGUMENT naming the stream and the offending field; it never throws.
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace sy::telemetry {
+
+// Bumped when a field changes meaning or is removed; adding a field does not.
+inline constexpr int kSchemaVersion = 1;
+
+inline constexpr std::string_view kTopicMeta = "meta";
+inline constexpr std::string_view kTopicStep = "step";
+inline constexpr std::string_view kTopicSpans = "spans";
+inline constexpr std::string_view kTopicKernelStats = "kstats";
+inline constexpr std::string_view kTopicOccupancy = "occupancy";
+inline constexpr std::string_view kTopicExperts = "experts";
+inline constexpr std::string_view kTopicRequest = "request";
+inline constexpr std::string_view kTopicEvent = "event";
+inline constexpr std::string_view kTopicHeartbeat = "heartbeat";
+
+// Present on every stream message. `seq` counts per topic from 0, so a gap
+// of n means n messages of that topic were dropped (by the engine at its
+// high-water mark or by the transport). `t_us` is microseconds since the
+// engine's run started (steady clock).
+struct Envelope {
+  int v = kSchemaVersion;
+  std::string run;
+  uint64_t seq = 0;
+  int64_t t_us = 0;
+};
+
+struct ModelInfo {
+  std::string preset;
+  int vocab = 0;
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int head_dim = 0;
+  int experts = 0;
+  int top_k = 0;
+  int expert_inter = 0;
+  int shared_inter = 0;
+  int max_seq = 0;
+  int page_size = 0;  // tokens per KV page
+  int64_t params = 0;
+  std::string dtype = "fp32";
+};
+
+// Sent at start and every second thereafter, so late joiners learn the run.
+struct Meta {
+  Envelope env;
+  ModelInfo model;
+  int devices = 0;
+  std::string layout = "EP";       // "EP" or "TP"
+  std::string trace_level;         // "off" | "summary" | "full"
+  bool paused = false;
+  int64_t started_unix_ms = 0;     // wall clock at run start
+  std::string workload;            // human-readable description
+  std::vector<int> expert_device;  // expert id -> owning device
+  int kv_pages_per_device = 0;
+};
+
+// One per scheduler step that ran a batch.
+struct Step {
+  Envelope env;
+  int64_t step = 0;
+  int64_t start_us = 0;
+  int64_t dur_us = 0;
+  int prefill_tokens = 0;
+  int decode_tokens = 0;
+  int batch_requests = 0;
+  int running = 0;
+  int waiting = 0;
+  int64_t finished_total = 0;
+  int64_t generated_total = 0;
+};
+
+// "compute" kernels run on a device; "comm" spans are collectives.
+struct Span {
+  int device = 0;
+  int layer = -1;  // -1 for kernels outside the layer stack (embed, lm_head, sample)
+  std::string name;
+  std::string kind;  // "compute" | "comm"
+  int64_t start_us = 0;
+  int64_t dur_us = 0;
+  int64_t tokens = 0;
+  int64_t flops = 0;
+  int64_t bytes = 0;
+};
+
+// Trace level "full": every span of one step.
+struct Spans {
+  Envelope env;
+  int64_t step = 0;
+  std::vector<Span> spans;
+};
+
+struct KernelStat {
+  int device = 0;
+  std::string name;
+  std::string kind;
+  int count = 0;
+  int64_t total_us = 0;
+  int64_t max_us = 0;
+  int64_t flops = 0;
+  int64_t bytes = 0;
+};
+
+// Trace level "summary" and "full": per-(device, kernel name) aggregates of one step.
+struct KernelStats {
+  Envelope env;
+  int64_t step = 0;
+  std::vector<KernelStat> kernels;
+};
+
+struct DeviceOccupancy {
+  int device = 0;
+  int kv_pages_used = 0;
+  int kv_pages_total = 0;
+  int running = 0;  // requests whose attention state lives on this device
+};
+
+struct Occupancy {
+  Envelope env;
+  int64_t step = 0;
+  std::vector<DeviceOccupancy> devices;
+  int running = 0;
+  int waiting = 0;
+  int prefill_tokens = 0;
+  int decode_tokens = 0;
+};
+
+// Routed-token counts of one step: counts[layer][expert].
+struct ExpertLoad {
+  Envelope env;
+  int64_t step = 0;
+  std::vector<std::vector<int64_t>> counts;
+  std::vector<int> expert_device;
+};
+
+struct RequestDone {
+  Envelope env;
+  int64_t id = 0;
+  int device = 0;
+  int prompt_tokens = 0;
+  int output_tokens = 0;
+  int64_t arrival_us = 0;
+  int64_t ttft_us = 0;
+  int64_t tpot_us = 0;  // mean time per output token after the first
+  int64_t e2e_us = 0;
+  std::string finish;  // "eos" | "length"
+};
+
+struct Event {
+  Envelope env;
+  std::string kind;     // "command" | "lifecycle" | "warning"
+  std::string name;     // command name or lifecycle name ("start", "stop", ...)
+  std::string phase;    // "received" | "done" | "failed" | "" (instant)
+  std::string message;  // human-readable
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+struct Heartbeat {
+  Envelope env;
+  int interval_ms = 0;
+  std::string state;  // "running" | "paused" | "stopping"
+  int64_t sent_total = 0;
+  int64_t dropped_total = 0;
+  std::map<std::string, int64_t> dropped;  // per topic
+  int64_t step = 0;
+};
+
+using Message = std::variant<Meta, Step, Spans, KernelStats, Occupancy, ExpertLoad, RequestDone,
+                             Event, Heartbeat>;
+
+struct WireMessage {
+  std::string topic;
+  std::string body;
+};
+
+std::string_view TopicOf(const Message& m);
+const Envelope& EnvelopeOf(const Message& m);
+Envelope& MutableEnvelopeOf(Message& m);
+
+WireMessage Encode(const Message& m);
+nlohmann::json ToJson(const Message& m);
+// INVALID_ARGUMENT for an unknown topic, malformed JSON, a missing or
+// mistyped field, or a schema version this build does not speak.
+Result<Message> Decode(std::string_view topic, std::string_view body);
+Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
+
+// ---- Commands ----
+
+// Known commands; the engine refuses others with NOT_FOUND.
+inline constexpr std::string_view kCommands[] = {"describe", "status", "pause",
+                                                 "resume",   "trace",  "stop"};
+
+struct CommandRequest {
+  nlohmann::json id;  // number or string chosen by the client; echoed back
+  std::string cmd;
+  nlohmann::json args = nlohmann::json::object();
+};
+
+struct CommandReply {
+  nlohmann::json id;
+  bool ok = false;
+  nlohmann::json result;  // when ok
+  std::string error_code;  // StatusCodeName(...) when !ok
+  std::string error_message;
+};
+
+std::string EncodeRequest(const CommandRequest& r);
+// INVALID_ARGUMENT if not a JSON object, `cmd` missing or not a string, or
+// `args` present but not an object. `id` may be absent (null is echoed).
+Result<CommandRequest> DecodeRequest(std::string_view body);
+std::string EncodeReply(const CommandReply& r);
+Result<CommandReply> DecodeReply(std::string_view body);
+CommandReply ErrorReply(const nlohmann::json& id, const Status& s);
+CommandReply OkReply(const nlohmann::json& id, nlohmann::json result);
+
+}  // namespace sy::telemetry

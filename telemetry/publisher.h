@@ -1,0 +1,70 @@
+// File: telemetry/publisher.h
+//
+// Publisher: the engine's side of the streams (ZeroMQ PUB). Publish() never
+// blocks and never fails: it stamps the envelope (run id, per-topic sequence
+// number, time) and enqueues; a background thread serialises and sends. When
+// the bounded queue is full the message is dropped and counted, so a slow or
+// stopped observer can never slow the engine. Drops at the socket's
+// high-water mark are invisible to the sender; consumers see both kinds as
+// gaps in `seq`.
+//
+// The sender thread also emits, on its own clock, a heartbeat every
+// `heartbeat_ms` (with drop counts) and re-sends the latest Meta every
+// `meta_ms`, so late joiners learn the run (ZeroMQ guide: snapshot for late
+// joiners, heartbeats for liveness).
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "telemetry/protocol.h"
+
+namespace sy::telemetry {
+
+struct PublisherOptions {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  size_t queue_capacity = 65536;  // messages; beyond it Publish() drops
+  int sndhwm = 100000;            // ZeroMQ send high-water mark, messages
+  int heartbeat_ms = 500;
+  int meta_ms = 1000;
+};
+
+struct PublisherCounters {
+  int64_t sent_total = 0;
+  int64_t dropped_total = 0;
+  std::map<std::string, int64_t> dropped;  // per topic
+};
+
+class Publisher {
+ public:
+  // Binds the PUB socket and starts the sender thread. UNAVAILABLE (with the
+  // ZeroMQ error text) if the endpoint cannot be bound.
+  static Result<std::unique_ptr<Publisher>> Start(const PublisherOptions& options,
+                                                  std::string run_id,
+                                                  std::chrono::steady_clock::time_point epoch);
+  // Sends what is queued (bounded by ~200 ms), stops the thread, closes the socket.
+  ~Publisher();
+
+  void Publish(Message m);
+  // Also publishes it now; the sender re-sends it every meta_ms.
+  void SetMeta(const Meta& meta);
+  // Reported in heartbeats: "running" | "paused" | "stopping"; and the last step.
+  void SetState(std::string state, int64_t step);
+  PublisherCounters counters() const;
+  const std::string& run_id() const;
+
+  class Impl;
+
+ private:
+  explicit Publisher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sy::telemetry
