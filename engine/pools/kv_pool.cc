@@ -1,0 +1,56 @@
+#include "engine/pools/kv_pool.h"
+
+#include <cassert>
+
+namespace sy::engine {
+
+KvPool::KvPool(const KvPoolOptions& options)
+    : options_(options), row_(static_cast<int64_t>(options.kv_heads) * options.head_dim) {
+  assert(options.num_pages > 0 && options.page_size > 0 && options.layers > 0 && row_ > 0);
+  storage_.assign(static_cast<size_t>(options.num_pages) * options.layers * 2 * options.page_size *
+                      row_,
+                  0.0f);
+  free_.reserve(options.num_pages);
+  // Highest id first so that Allocate hands out 0, 1, 2, ... on a fresh pool.
+  for (int p = options.num_pages - 1; p >= 0; --p) free_.push_back(p);
+}
+
+Status KvPool::Allocate(int n, std::vector<int32_t>* pages) {
+  if (n < 0) return InvalidArgument("cannot allocate a negative number of pages");
+  if (n > free_pages()) {
+    return ResourceExhausted("KV pool has " + std::to_string(free_pages()) + " free pages, " +
+                             std::to_string(n) + " requested");
+  }
+  for (int i = 0; i < n; ++i) {
+    pages->push_back(free_.back());
+    free_.pop_back();
+  }
+  return Status::Ok();
+}
+
+void KvPool::Free(const std::vector<int32_t>& pages) {
+  for (int32_t p : pages) {
+    assert(p >= 0 && p < options_.num_pages);
+    free_.push_back(p);
+  }
+  assert(free_pages() <= num_pages() && "page freed twice");
+}
+
+size_t KvPool::Offset(int page, int layer, int kv, int slot) const {
+  assert(page >= 0 && page < options_.num_pages && layer >= 0 && layer < options_.layers);
+  assert(slot >= 0 && slot < options_.page_size);
+  return ((((static_cast<size_t>(page) * options_.layers + layer) * 2 + kv) * options_.page_size) +
+          slot) *
+         row_;
+}
+
+float* KvPool::K(int page, int layer, int slot) { return &storage_[Offset(page, layer, 0, slot)]; }
+float* KvPool::V(int page, int layer, int slot) { return &storage_[Offset(page, layer, 1, slot)]; }
+const float* KvPool::K(int page, int layer, int slot) const {
+  return &storage_[Offset(page, layer, 0, slot)];
+}
+const float* KvPool::V(int page, int layer, int slot) const {
+  return &storage_[Offset(page, layer, 1, slot)];
+}
+
+}  // namespace sy::engine
