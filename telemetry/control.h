@@ -19,6 +19,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,11 +31,17 @@ namespace sy::telemetry {
 
 using CommandHandler = std::function<CommandReply(const CommandRequest&)>;
 
+// Request bodies above this size are refused with INVALID_ARGUMENT unread:
+// commands are small, and the limit keeps a confused peer from growing memory.
+inline constexpr size_t kMaxRequestBytes = size_t{1} << 20;
+
 class ControlServer {
  public:
   // UNAVAILABLE if the endpoint cannot be bound.
   static Result<std::unique_ptr<ControlServer>> Bind(const std::string& endpoint);
   ~ControlServer();
+  // The bound endpoint with any wildcard port resolved.
+  const std::string& endpoint() const;
   // Returns how many requests were answered (malformed ones included).
   int Serve(const CommandHandler& handler, int max = 16);
   // Like Serve, but waits up to `timeout` for the first request.

@@ -1,5 +1,7 @@
 #include "telemetry/protocol.h"
 
+#include <limits>
+#include <stdexcept>
 #include <type_traits>
 
 namespace sy::telemetry {
@@ -19,6 +21,122 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceOccupancy, device, kv_pages_used, kv_pa
 
 namespace {
 
+// Strict readers. nlohmann's get<> would turn 1.5 or true into an int and -1
+// into a huge uint64, and its errors do not say which key was wrong. The wire
+// contract says integers are JSON integers, so every field is checked here and
+// every error names its path ("model.vocab", "spans[3].dur_us").
+class FieldError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+[[noreturn]] void Fail(const std::string& path, const std::string& what) {
+  throw FieldError("field '" + path + "' " + what);
+}
+
+std::string Got(const json& j) { return std::string(", got ") + j.type_name(); }
+
+void Read(const json& j, const std::string& path, bool& out);
+void Read(const json& j, const std::string& path, std::string& out);
+void Read(const json& j, const std::string& path, json& out);
+void Read(const json& j, const std::string& path, std::map<std::string, int64_t>& out);
+void Read(const json& j, const std::string& path, ModelInfo& m);
+void Read(const json& j, const std::string& path, Span& m);
+void Read(const json& j, const std::string& path, KernelStat& m);
+void Read(const json& j, const std::string& path, DeviceOccupancy& m);
+template <typename T>
+void Read(const json& j, const std::string& path, std::vector<T>& out);
+
+template <typename T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+void Read(const json& j, const std::string& path, T& out) {
+  if (!j.is_number_integer()) Fail(path, "must be an integer" + Got(j));
+  using Limits = std::numeric_limits<T>;
+  if (j.is_number_unsigned()) {
+    const auto u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(Limits::max())) Fail(path, "is out of range");
+    out = static_cast<T>(u);
+    return;
+  }
+  const auto v = j.get<int64_t>();
+  if constexpr (std::is_unsigned_v<T>) {
+    if (v < 0) Fail(path, "must not be negative");
+  } else {
+    if (v < static_cast<int64_t>(Limits::min()) || v > static_cast<int64_t>(Limits::max())) {
+      Fail(path, "is out of range");
+    }
+  }
+  out = static_cast<T>(v);
+}
+
+void Read(const json& j, const std::string& path, bool& out) {
+  if (!j.is_boolean()) Fail(path, "must be a boolean" + Got(j));
+  out = j.get<bool>();
+}
+
+void Read(const json& j, const std::string& path, std::string& out) {
+  if (!j.is_string()) Fail(path, "must be a string" + Got(j));
+  out = j.get<std::string>();
+}
+
+void Read(const json& j, const std::string& path, json& out) { out = j; }
+
+template <typename T>
+void Read(const json& j, const std::string& path, std::vector<T>& out) {
+  if (!j.is_array()) Fail(path, "must be an array" + Got(j));
+  out.clear();
+  out.resize(j.size());
+  for (size_t i = 0; i < j.size(); ++i) Read(j[i], path + "[" + std::to_string(i) + "]", out[i]);
+}
+
+void Read(const json& j, const std::string& path, std::map<std::string, int64_t>& out) {
+  if (!j.is_object()) Fail(path, "must be an object" + Got(j));
+  out.clear();
+  for (const auto& [key, value] : j.items()) Read(value, path + "." + key, out[key]);
+}
+
+// Reads obj[key] into out; `prefix` is the path of obj ("" at top level).
+template <typename T>
+void Field(const json& obj, const std::string& prefix, const char* key, T& out) {
+  std::string path = prefix.empty() ? std::string(key) : prefix + "." + key;
+  auto it = obj.find(key);
+  if (it == obj.end()) throw FieldError("missing field '" + path + "'");
+  Read(*it, path, out);
+}
+
+void RequireObject(const json& j, const std::string& path) {
+  if (!j.is_object()) Fail(path, "must be an object" + Got(j));
+}
+
+#define SY_FIELD(f) Field(j, path, #f, m.f)
+
+void Read(const json& j, const std::string& path, ModelInfo& m) {
+  RequireObject(j, path);
+  SY_FIELD(preset); SY_FIELD(vocab); SY_FIELD(hidden); SY_FIELD(layers); SY_FIELD(heads);
+  SY_FIELD(head_dim); SY_FIELD(experts); SY_FIELD(top_k); SY_FIELD(expert_inter);
+  SY_FIELD(shared_inter); SY_FIELD(max_seq); SY_FIELD(page_size); SY_FIELD(params);
+  SY_FIELD(dtype);
+}
+
+void Read(const json& j, const std::string& path, Span& m) {
+  RequireObject(j, path);
+  SY_FIELD(device); SY_FIELD(layer); SY_FIELD(name); SY_FIELD(kind); SY_FIELD(start_us);
+  SY_FIELD(dur_us); SY_FIELD(tokens); SY_FIELD(flops); SY_FIELD(bytes);
+}
+
+void Read(const json& j, const std::string& path, KernelStat& m) {
+  RequireObject(j, path);
+  SY_FIELD(device); SY_FIELD(name); SY_FIELD(kind); SY_FIELD(count); SY_FIELD(total_us);
+  SY_FIELD(max_us); SY_FIELD(flops); SY_FIELD(bytes);
+}
+
+void Read(const json& j, const std::string& path, DeviceOccupancy& m) {
+  RequireObject(j, path);
+  SY_FIELD(device); SY_FIELD(kv_pages_used); SY_FIELD(kv_pages_total); SY_FIELD(running);
+}
+
+#undef SY_FIELD
+
 void PutEnv(json& j, const Envelope& e) {
   j["v"] = e.v;
   j["run"] = e.run;
@@ -26,15 +144,16 @@ void PutEnv(json& j, const Envelope& e) {
   j["t"] = e.t_us;
 }
 
+// The rest of the envelope is read after the version check (ParseAs), so a
+// message from a newer schema is reported as that, not as a missing field.
 void GetEnv(const json& j, Envelope& e) {
-  j.at("v").get_to(e.v);
-  j.at("run").get_to(e.run);
-  j.at("seq").get_to(e.seq);
-  j.at("t").get_to(e.t_us);
+  Field(j, "", "run", e.run);
+  Field(j, "", "seq", e.seq);
+  Field(j, "", "t", e.t_us);
 }
 
 #define PUT(f) j[#f] = m.f
-#define GET(f) j.at(#f).get_to(m.f)
+#define GET(f) Field(j, "", #f, m.f)
 
 json Body(const Meta& m) {
   json j;
@@ -105,9 +224,8 @@ json Body(const Event& m) {
   return j;
 }
 void Parse(const json& j, Event& m) {
-  GET(kind); GET(name); GET(phase); GET(message);
-  m.detail = j.at("detail");
-  if (!m.detail.is_object()) throw std::invalid_argument("field 'detail' must be an object");
+  GET(kind); GET(name); GET(phase); GET(message); GET(detail);
+  RequireObject(m.detail, "detail");
 }
 
 json Body(const Heartbeat& m) {
@@ -139,12 +257,13 @@ template <typename T>
 Result<Message> ParseAs(std::string_view topic, const json& j) {
   T m;
   try {
-    GetEnv(j, m.env);
+    Field(j, "", "v", m.env.v);
     if (m.env.v != kSchemaVersion) {
       return InvalidArgument("'" + std::string(topic) + "' message has schema version " +
                              std::to_string(m.env.v) + ", this build speaks " +
                              std::to_string(kSchemaVersion));
     }
+    GetEnv(j, m.env);
     Parse(j, m);
   } catch (const std::exception& e) {
     return InvalidArgument("malformed '" + std::string(topic) + "' message: " + e.what());
@@ -218,7 +337,12 @@ Result<CommandRequest> DecodeRequest(std::string_view body) {
   if (j.is_discarded()) return InvalidArgument("request is not valid JSON");
   if (!j.is_object()) return InvalidArgument("request must be a JSON object");
   CommandRequest r;
-  if (j.contains("id")) r.id = j["id"];
+  if (j.contains("id")) {
+    r.id = j["id"];
+    if (!r.id.is_null() && !r.id.is_number() && !r.id.is_string()) {
+      return InvalidArgument("field 'id' must be a number, a string or null");
+    }
+  }
   if (!j.contains("cmd")) return InvalidArgument("request has no 'cmd' field");
   if (!j["cmd"].is_string()) return InvalidArgument("field 'cmd' must be a string");
   r.cmd = j["cmd"].get<std::string>();

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,10 @@ struct PublisherOptions {
   int sndhwm = 100000;            // ZeroMQ send high-water mark, messages
   int heartbeat_ms = 500;
   int meta_ms = 1000;
+  // Test seam, empty in production: the sender thread calls it before it
+  // takes each batch off the queue. A test blocks in it to overflow the queue
+  // deterministically (tests/telemetry/publisher_test.cc).
+  std::function<void()> before_batch;
 };
 
 struct PublisherCounters {
@@ -45,11 +50,13 @@ struct PublisherCounters {
 class Publisher {
  public:
   // Binds the PUB socket and starts the sender thread. UNAVAILABLE (with the
-  // ZeroMQ error text) if the endpoint cannot be bound.
+  // ZeroMQ error text) if the endpoint cannot be bound; INVALID_ARGUMENT for
+  // queue_capacity == 0 or a non-positive heartbeat_ms / meta_ms.
   static Result<std::unique_ptr<Publisher>> Start(const PublisherOptions& options,
                                                   std::string run_id,
                                                   std::chrono::steady_clock::time_point epoch);
-  // Sends what is queued (bounded by ~200 ms), stops the thread, closes the socket.
+  // Sends what is queued (bounded by ~200 ms; the rest counts as dropped) and
+  // a final heartbeat, stops the thread, closes the socket (linger 200 ms).
   ~Publisher();
 
   void Publish(Message m);
@@ -59,6 +66,9 @@ class Publisher {
   void SetState(std::string state, int64_t step);
   PublisherCounters counters() const;
   const std::string& run_id() const;
+  // The bound endpoint with any wildcard resolved ("tcp://127.0.0.1:*" binds
+  // an ephemeral port; this tells which).
+  const std::string& endpoint() const;
 
   class Impl;
 
