@@ -1,0 +1,68 @@
+// File: engine/model/weights.h
+//
+// ModelWeights: the fp32 parameters of the decoder-only MoE transformer, built
+// deterministically from (config, seed). Every value is a pure function of
+// (seed, tensor name, element index) through a counter-based generator
+// (splitmix64), so each device builds exactly its own shard (the replicated
+// tensors plus its local experts) without talking to anyone, and a model
+// split over P devices holds the same numbers as the model on one device.
+//
+//   ModelWeights w = BuildWeights(config, /*seed=*/1, /*local_experts=*/{0, 4, 8, 12});
+//
+// Layout: every matrix is row-major [in x out], so y[T x out] = x[T x in] * W.
+// Values are uniform with variance 1/fan_in, so activations keep unit scale.
+//
+// Thread-safety: BuildWeights is a pure function; the result is a value and
+// is read-only while a model runs.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/model/config.h"
+
+namespace sy::engine {
+
+// One SwiGLU feed-forward block: down(silu(x Wg) * (x Wu)).
+struct SwigluWeights {
+  int in = 0;                  // model width H
+  int inter = 0;               // intermediate size I; 0 means "not present on this device"
+  std::vector<float> gate_up;  // [H x 2I]: columns [0, I) are the gate, [I, 2I) the up projection
+  std::vector<float> down;     // [I x H]
+  bool present() const { return inter > 0; }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [H] RMSNorm gain before attention
+  std::vector<float> wqkv;       // [H x (heads + 2 kv_heads) * head_dim]: q, then k, then v columns
+  std::vector<float> wo;         // [heads * head_dim x H]
+  std::vector<float> ffn_norm;   // [H] RMSNorm gain before the MoE block
+  std::vector<float> router;     // [H x experts]
+  std::vector<SwigluWeights> experts;  // [experts]; only local experts are present()
+  SwigluWeights shared;                // the shared expert (absent if shared_inter == 0)
+};
+
+struct ModelWeights {
+  std::vector<float> embed;  // [vocab x H]
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // [H]
+  std::vector<float> lm_head;     // [H x vocab] (untied from embed)
+};
+
+// Builds the replicated tensors and the routed experts listed in
+// `local_experts` (ids in [0, config.experts)); all other experts stay empty.
+// REQUIRES: config.Validate().ok().
+ModelWeights BuildWeights(const ModelConfig& config, uint64_t seed,
+                          const std::vector<int>& local_experts);
+
+// The generator behind BuildWeights, exposed for tests and for tools that
+// need one tensor alone: out[i] = scale * u(seed, name, i) with u uniform in
+// [-1, 1), plus `offset`.
+void FillTensor(uint64_t seed, std::string_view name, float scale, float offset, float* out,
+                size_t n);
+
+// splitmix64 finaliser: a bijective 64-bit mix, the core of every generator here.
+uint64_t SplitMix64(uint64_t x);
+
+}  // namespace sy::engine

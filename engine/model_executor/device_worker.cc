@@ -1,0 +1,185 @@
+#include "engine/model_executor/device_worker.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sy::engine {
+
+namespace {
+constexpr int64_t kF = sizeof(float);
+}  // namespace
+
+DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& options, int rank,
+                           const ExpertLayout* layout, InProcCommunicator* comm,
+                           SpanRecorder::Clock::time_point epoch)
+    : config_(config),
+      options_(options),
+      rank_(rank),
+      layout_(layout),
+      shape_{config.heads, config.kv_heads, config.head_dim},
+      q_cols_(config.heads * config.head_dim),
+      kv_cols_(config.kv_heads * config.head_dim),
+      qkv_cols_(q_cols_ + 2 * kv_cols_),
+      recorder_(rank, epoch),
+      moe_(config, rank, layout, comm),
+      rope_(config.max_seq, config.head_dim, config.rope_theta) {}
+
+void DeviceWorker::Build() {
+  weights_ = BuildWeights(config_, options_.seed, layout_->local_experts(rank_));
+  KvPoolOptions po;
+  po.num_pages = options_.kv_pages_per_device;
+  po.page_size = options_.page_size;
+  po.layers = config_.layers;
+  po.kv_heads = config_.kv_heads;
+  po.head_dim = config_.head_dim;
+  pool_ = std::make_unique<KvPool>(po);
+}
+
+void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
+                           const StepSink& sink, std::vector<int64_t>* counts) {
+  const int h = config_.hidden;
+  row_begin_.resize(local.size() + 1);
+  int tokens = 0;
+  for (size_t i = 0; i < local.size(); ++i) {
+    row_begin_[i] = tokens;
+    tokens += static_cast<int>(batch.seqs[local[i]].tokens.size());
+  }
+  row_begin_[local.size()] = tokens;
+  const size_t rows = static_cast<size_t>(tokens);
+  x_.resize(rows * h);
+  xn_.resize(rows * h);
+  qkv_.resize(rows * qkv_cols_);
+  attn_.resize(rows * q_cols_);
+  moe_out_.resize(rows * h);
+
+  Embed(batch, local, tokens);
+  for (int l = 0; l < config_.layers; ++l) {
+    const LayerWeights& w = weights_.layers[l];
+    if (tokens > 0) {
+      {
+        SpanRecorder::Scope s(&recorder_, "rmsnorm_attn", l, tokens, 4LL * tokens * h,
+                              kF * (2LL * tokens * h + h));
+        RmsNorm(x_.data(), w.attn_norm.data(), tokens, h, config_.rms_eps, xn_.data());
+      }
+      {
+        SpanRecorder::Scope s(&recorder_, "qkv_proj", l, tokens, 2LL * tokens * h * qkv_cols_,
+                              kF * (static_cast<int64_t>(h) * qkv_cols_ +
+                                    static_cast<int64_t>(tokens) * (h + qkv_cols_)));
+        Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), tokens, h, qkv_cols_);
+      }
+      Attention(l, batch, local, tokens);
+      {
+        // The residual add is fused into the GEMM (beta = 1).
+        SpanRecorder::Scope s(&recorder_, "o_proj", l, tokens, 2LL * tokens * q_cols_ * h,
+                              kF * (static_cast<int64_t>(q_cols_) * h +
+                                    static_cast<int64_t>(tokens) * (q_cols_ + 2 * h)));
+        Gemm(attn_.data(), w.wo.data(), x_.data(), tokens, q_cols_, h, /*accumulate=*/true);
+      }
+      {
+        SpanRecorder::Scope s(&recorder_, "rmsnorm_ffn", l, tokens, 4LL * tokens * h,
+                              kF * (2LL * tokens * h + h));
+        RmsNorm(x_.data(), w.ffn_norm.data(), tokens, h, config_.rms_eps, xn_.data());
+      }
+    }
+    // Every device joins the MoE collectives, with zero tokens when idle.
+    moe_.Forward(l, w, xn_.data(), tokens, moe_out_.data(), &recorder_,
+                 counts->data() + static_cast<size_t>(l) * config_.experts);
+    for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
+  }
+  Head(batch, local, want_logits, sink);
+}
+
+void DeviceWorker::Embed(const BatchInput& batch, const std::vector<int>& local, int tokens) {
+  if (tokens == 0) return;
+  const int h = config_.hidden;
+  SpanRecorder::Scope s(&recorder_, "embed", -1, tokens, 0, kF * 2LL * tokens * h);
+  float* dst = x_.data();
+  for (int idx : local) {
+    for (int32_t tok : batch.seqs[idx].tokens) {
+      std::memcpy(dst, &weights_.embed[static_cast<size_t>(tok) * h], h * sizeof(float));
+      dst += h;
+    }
+  }
+}
+
+void DeviceWorker::Attention(int layer, const BatchInput& batch, const std::vector<int>& local,
+                             int tokens) {
+  {
+    SpanRecorder::Scope s(&recorder_, "rope", layer, tokens, 3LL * tokens * (q_cols_ + kv_cols_),
+                          kF * 2LL * tokens * (q_cols_ + kv_cols_));
+    for (size_t i = 0; i < local.size(); ++i) {
+      const SeqInput& seq = batch.seqs[local[i]];
+      for (int r = row_begin_[i]; r < row_begin_[i + 1]; ++r) {
+        float* row = &qkv_[static_cast<size_t>(r) * qkv_cols_];
+        const int pos = seq.start_pos + (r - row_begin_[i]);
+        rope_.Apply(row, config_.heads, pos);
+        rope_.Apply(row + q_cols_, config_.kv_heads, pos);
+      }
+    }
+  }
+  int64_t flops = 0, bytes = 0;
+  SpanRecorder::Scope s(&recorder_, "attention", layer, tokens);
+  for (size_t i = 0; i < local.size(); ++i) {
+    const SeqInput& seq = batch.seqs[local[i]];
+    const int n = static_cast<int>(seq.tokens.size());
+    const float* row = &qkv_[static_cast<size_t>(row_begin_[i]) * qkv_cols_];
+    WriteKv(*pool_, layer, seq.pages.data(), seq.start_pos, n, row + q_cols_,
+            row + q_cols_ + kv_cols_, qkv_cols_, shape_);
+    const size_t need = static_cast<size_t>(config_.heads) * (seq.start_pos + n);
+    if (scores_.size() < need) scores_.resize(need);
+    PagedAttention(*pool_, layer, seq.pages.data(), seq.start_pos, n, row, qkv_cols_, shape_,
+                   scores_.data(), &attn_[static_cast<size_t>(row_begin_[i]) * q_cols_], q_cols_);
+    flops += AttentionFlops(seq.start_pos, n, shape_);
+    // Each new token reads K and V of its whole context.
+    const int64_t ctx_sum =
+        static_cast<int64_t>(n) * seq.start_pos + static_cast<int64_t>(n) * (n + 1) / 2;
+    bytes += kF * (2LL * ctx_sum * kv_cols_ + 2LL * n * (q_cols_ + kv_cols_));
+  }
+  s.set_flops(flops);
+  s.set_bytes(bytes);
+}
+
+void DeviceWorker::Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
+                        const StepSink& sink) {
+  const int h = config_.hidden, v = config_.vocab;
+  // Only the last token of a seq that samples (or whose logits are wanted) needs the head.
+  int n = 0;
+  head_in_.resize(local.size() * h);
+  for (size_t i = 0; i < local.size(); ++i) {
+    if (!want_logits && !batch.seqs[local[i]].sample) continue;
+    std::memcpy(&head_in_[static_cast<size_t>(n) * h],
+                &x_[static_cast<size_t>(row_begin_[i + 1] - 1) * h], h * sizeof(float));
+    ++n;
+  }
+  if (n == 0) return;
+  {
+    SpanRecorder::Scope s(&recorder_, "final_norm", -1, n, 4LL * n * h, kF * (2LL * n * h + h));
+    RmsNorm(head_in_.data(), weights_.final_norm.data(), n, h, config_.rms_eps, head_in_.data());
+  }
+  logits_.resize(static_cast<size_t>(n) * v);
+  {
+    SpanRecorder::Scope s(&recorder_, "lm_head", -1, n, 2LL * n * h * v,
+                          kF * (static_cast<int64_t>(h) * v + static_cast<int64_t>(n) * (h + v)));
+    Gemm(head_in_.data(), weights_.lm_head.data(), logits_.data(), n, h, v);
+  }
+  if (want_logits) {
+    int j = 0;
+    for (int idx : local) {
+      const float* lg = &logits_[static_cast<size_t>(j++) * v];
+      (*sink.logits)[idx].assign(lg, lg + v);
+    }
+    return;
+  }
+  SpanRecorder::Scope s(&recorder_, "sample", -1, n, 4LL * n * v, kF * static_cast<int64_t>(n) * v);
+  sample_scratch_.resize(v);
+  int j = 0;
+  for (int idx : local) {
+    const SeqInput& seq = batch.seqs[idx];
+    if (!seq.sample) continue;
+    (*sink.next_tokens)[idx] =
+        SampleToken(&logits_[static_cast<size_t>(j++) * v], v, seq.temperature, seq.sample_seed,
+                    sample_scratch_.data());
+  }
+}
+
+}  // namespace sy::engine

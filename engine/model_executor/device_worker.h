@@ -1,0 +1,86 @@
+// File: engine/model_executor/device_worker.h
+//
+// DeviceWorker: everything one virtual device owns (its weight shard, its
+// KvPool, its SpanRecorder, its EP MoE layer and its scratch) and the forward
+// pass it runs for the sequences homed on it. ModelRunner (model_runner.cc)
+// owns P of these plus one thread each and wakes them once per step; this
+// file knows nothing about threads.
+//
+// Forward for the device's sequences, in order, per step:
+//   embed -> L x [rmsnorm_attn, qkv_proj, rope, attention (paged KV), o_proj(+residual),
+//   rmsnorm_ffn, EP MoE (router, dispatch, expert_ffn, combine, shared_expert), +residual]
+//   -> final_norm, lm_head, sample on the last token of each sequence that needs it.
+// A device with no sequences still runs every MoE layer (its collectives).
+//
+// Thread-safety: Build and Forward run on the device's own thread only; the
+// accessors are for the runner thread between steps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/distributed/inproc_communicator.h"
+#include "engine/model/attention.h"
+#include "engine/model/config.h"
+#include "engine/model/layers.h"
+#include "engine/model/weights.h"
+#include "engine/model_executor/model_runner.h"
+#include "engine/moe/ep_moe.h"
+#include "engine/moe/layout.h"
+#include "engine/pools/kv_pool.h"
+#include "engine/trace/span_recorder.h"
+
+namespace sy::engine {
+
+// Where a device writes the results for the seqs it owns; indexed by the
+// seq's position in BatchInput::seqs, so devices never write the same entry.
+struct StepSink {
+  std::vector<int32_t>* next_tokens = nullptr;        // filled when sampling
+  std::vector<std::vector<float>>* logits = nullptr;  // filled when logits are requested
+};
+
+class DeviceWorker {
+ public:
+  DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& options, int rank,
+               const ExpertLayout* layout, InProcCommunicator* comm,
+               SpanRecorder::Clock::time_point epoch);
+
+  // Builds this device's weight shard and KV pool. Run once, on the device's
+  // thread, so that P devices build in parallel.
+  void Build();
+
+  // Runs the step for seqs[i] of `batch`, i in `local` (all homed here).
+  // counts: [layers x experts] routed tokens of this device's tokens, added to.
+  // REQUIRES: Build() ran; the batch passed ModelRunner's validation.
+  void Forward(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
+               const StepSink& sink, std::vector<int64_t>* counts);
+
+  KvPool& pool() { return *pool_; }
+  SpanRecorder& recorder() { return recorder_; }
+
+ private:
+  void Embed(const BatchInput& batch, const std::vector<int>& local, int tokens);
+  void Attention(int layer, const BatchInput& batch, const std::vector<int>& local, int tokens);
+  void Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
+            const StepSink& sink);
+
+  const ModelConfig config_;
+  const ModelRunnerOptions options_;
+  const int rank_;
+  const ExpertLayout* layout_;
+  const AttentionShape shape_;
+  const int q_cols_, kv_cols_, qkv_cols_;
+  SpanRecorder recorder_;
+  EpMoeLayer moe_;
+  RopeTable rope_;
+  ModelWeights weights_;
+  std::unique_ptr<KvPool> pool_;
+
+  // Scratch reused across steps; capacity only grows.
+  std::vector<int> row_begin_;  // first row of each local seq
+  std::vector<float> x_, xn_, qkv_, attn_, moe_out_, scores_;
+  std::vector<float> head_in_, logits_, sample_scratch_;
+};
+
+}  // namespace sy::engine

@@ -1,0 +1,255 @@
+#include "engine/model_executor/model_runner.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/distributed/inproc_communicator.h"
+#include "engine/model_executor/device_worker.h"
+#include "engine/moe/layout.h"
+
+namespace sy::engine {
+
+namespace {
+
+std::string SeqName(size_t i, const SeqInput& s) {
+  return "seq " + std::to_string(i) + " (request " + std::to_string(s.request_id) + ")";
+}
+
+// Runs P DeviceWorkers on P persistent threads. The runner thread publishes a
+// job, bumps the generation and waits until every worker has finished it; a
+// worker holds no lock while it computes.
+class ModelRunnerImpl final : public ModelRunner {
+ public:
+  ModelRunnerImpl(const ModelConfig& config, const ModelRunnerOptions& options)
+      : config_(config),
+        options_(options),
+        epoch_(SpanRecorder::Clock::now()),
+        layout_(ExpertLayout::RoundRobin(config.experts, options.devices)),
+        comm_(options.devices) {
+    for (int d = 0; d < options.devices; ++d) {
+      workers_.push_back(
+          std::make_unique<DeviceWorker>(config, options, d, &layout_, &comm_, epoch_));
+    }
+    local_.resize(options.devices);
+    counts_.resize(options.devices);
+    for (int d = 0; d < options.devices; ++d) {
+      threads_.emplace_back([this, d] { Loop(d); });
+    }
+    job_ = Job{JobKind::kBuild};
+    RunJob();
+  }
+
+  ~ModelRunnerImpl() override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  Result<StepOutput> Step(const BatchInput& batch, TraceLevel level) override {
+    RETURN_IF_ERROR(Validate(batch));
+    StepOutput out;
+    out.outputs.resize(batch.seqs.size());
+    next_tokens_.assign(batch.seqs.size(), -1);
+    Run(batch, level, /*want_logits=*/false);
+    for (size_t i = 0; i < batch.seqs.size(); ++i) {
+      out.outputs[i].request_id = batch.seqs[i].request_id;
+      out.outputs[i].next_token = next_tokens_[i];
+    }
+    out.expert_counts.assign(config_.layers, std::vector<int64_t>(config_.experts, 0));
+    for (int d = 0; d < devices(); ++d) {
+      for (int l = 0; l < config_.layers; ++l) {
+        for (int e = 0; e < config_.experts; ++e) {
+          out.expert_counts[l][e] += counts_[d][static_cast<size_t>(l) * config_.experts + e];
+        }
+      }
+      std::vector<telemetry::Span>& spans = workers_[d]->recorder().mutable_spans();
+      out.spans.insert(out.spans.end(), std::make_move_iterator(spans.begin()),
+                       std::make_move_iterator(spans.end()));
+      spans.clear();
+    }
+    out.comm_bytes = last_comm_bytes_;
+    return out;
+  }
+
+  Result<std::vector<std::vector<float>>> Logits(const BatchInput& batch) override {
+    RETURN_IF_ERROR(Validate(batch));
+    std::vector<std::vector<float>> logits(batch.seqs.size());
+    logits_ = &logits;
+    Run(batch, TraceLevel::kOff, /*want_logits=*/true);
+    logits_ = nullptr;
+    return logits;
+  }
+
+  const ModelConfig& config() const override { return config_; }
+  int devices() const override { return options_.devices; }
+  KvPool& kv_pool(int device) override { return workers_[device]->pool(); }
+  std::vector<int> expert_device() const override { return layout_.expert_device(); }
+  SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
+
+ private:
+  enum class JobKind { kBuild, kForward };
+  struct Job {
+    JobKind kind = JobKind::kForward;
+    const BatchInput* batch = nullptr;
+    TraceLevel level = TraceLevel::kOff;
+    bool want_logits = false;
+  };
+
+  // Checks everything the workers would otherwise trust; on error nothing
+  // has been written to any pool.
+  Status Validate(const BatchInput& batch) const {
+    std::vector<int64_t> ids;
+    ids.reserve(batch.seqs.size());
+    for (size_t i = 0; i < batch.seqs.size(); ++i) {
+      const SeqInput& s = batch.seqs[i];
+      if (s.device < 0 || s.device >= devices()) {
+        return InvalidArgument(SeqName(i, s) + ": device " + std::to_string(s.device) +
+                               " is outside [0, " + std::to_string(devices()) + ")");
+      }
+      if (s.tokens.empty()) return InvalidArgument(SeqName(i, s) + ": has no tokens");
+      if (s.start_pos < 0) {
+        return InvalidArgument(SeqName(i, s) + ": start_pos " + std::to_string(s.start_pos) +
+                               " is negative");
+      }
+      const int64_t end = static_cast<int64_t>(s.start_pos) + s.tokens.size();
+      if (end > config_.max_seq) {
+        return InvalidArgument(SeqName(i, s) + ": start_pos " + std::to_string(s.start_pos) +
+                               " + " + std::to_string(s.tokens.size()) +
+                               " tokens exceeds max_seq " + std::to_string(config_.max_seq));
+      }
+      for (size_t t = 0; t < s.tokens.size(); ++t) {
+        if (s.tokens[t] < 0 || s.tokens[t] >= config_.vocab) {
+          return InvalidArgument(SeqName(i, s) + ": token " + std::to_string(s.tokens[t]) +
+                                 " at index " + std::to_string(t) + " is outside the vocab [0, " +
+                                 std::to_string(config_.vocab) + ")");
+        }
+      }
+      const int need = KvPool::PagesFor(static_cast<int>(end), options_.page_size);
+      if (static_cast<int>(s.pages.size()) < need) {
+        return InvalidArgument(SeqName(i, s) + ": page table has " +
+                               std::to_string(s.pages.size()) + " pages, " + std::to_string(need) +
+                               " needed for " + std::to_string(end) + " positions at page_size " +
+                               std::to_string(options_.page_size));
+      }
+      for (int p = 0; p < need; ++p) {
+        if (s.pages[p] < 0 || s.pages[p] >= options_.kv_pages_per_device) {
+          return InvalidArgument(SeqName(i, s) + ": page id " + std::to_string(s.pages[p]) +
+                                 " at index " + std::to_string(p) + " is outside [0, " +
+                                 std::to_string(options_.kv_pages_per_device) + ")");
+        }
+      }
+      if (!std::isfinite(s.temperature) || s.temperature < 0.0f) {
+        return InvalidArgument(SeqName(i, s) + ": temperature " + std::to_string(s.temperature) +
+                               " must be finite and >= 0");
+      }
+      ids.push_back(s.request_id);
+    }
+    std::sort(ids.begin(), ids.end());
+    auto dup = std::adjacent_find(ids.begin(), ids.end());
+    if (dup != ids.end()) {
+      return InvalidArgument("request " + std::to_string(*dup) +
+                             " appears more than once in the batch");
+    }
+    return Status::Ok();
+  }
+
+  void Run(const BatchInput& batch, TraceLevel level, bool want_logits) {
+    for (auto& l : local_) l.clear();
+    for (size_t i = 0; i < batch.seqs.size(); ++i) {
+      local_[batch.seqs[i].device].push_back(static_cast<int>(i));
+    }
+    for (auto& c : counts_) c.assign(static_cast<size_t>(config_.layers) * config_.experts, 0);
+    int64_t before = 0;
+    for (int d = 0; d < devices(); ++d) before += comm_.bytes_sent(d);
+    job_ = Job{JobKind::kForward, &batch, level, want_logits};
+    RunJob();
+    int64_t after = 0;
+    for (int d = 0; d < devices(); ++d) after += comm_.bytes_sent(d);
+    last_comm_bytes_ = after - before;
+  }
+
+  // Publishes job_ to every worker and blocks until all have finished it.
+  void RunJob() {
+    std::unique_lock<std::mutex> lk(mu_);
+    pending_ = devices();
+    ++generation_;
+    wake_.notify_all();
+    done_.wait(lk, [this] { return pending_ == 0; });
+  }
+
+  void Loop(int d) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      DeviceWorker& w = *workers_[d];
+      if (job_.kind == JobKind::kBuild) {
+        w.Build();
+      } else {
+        w.recorder().Reset(job_.level);
+        w.Forward(*job_.batch, local_[d], job_.want_logits, StepSink{&next_tokens_, logits_},
+                  &counts_[d]);
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  const ModelConfig config_;
+  const ModelRunnerOptions options_;
+  const SpanRecorder::Clock::time_point epoch_;
+  const ExpertLayout layout_;
+  InProcCommunicator comm_;
+  std::vector<std::unique_ptr<DeviceWorker>> workers_;
+
+  // Written by the runner thread before a job is published, read by workers
+  // during it (the generation bump under mu_ orders the two).
+  Job job_;
+  std::vector<std::vector<int>> local_;  // seq indices per device
+  std::vector<int32_t> next_tokens_;     // per seq, written by its home device
+  std::vector<std::vector<float>>* logits_ = nullptr;
+  std::vector<std::vector<int64_t>> counts_;  // per device [layers x experts]
+  int64_t last_comm_bytes_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;  // last member: joined before the rest dies
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::Create(const ModelConfig& config,
+                                                         const ModelRunnerOptions& options) {
+  RETURN_IF_ERROR(config.Validate());
+  if (options.devices < 1) {
+    return InvalidArgument("devices must be >= 1, got " + std::to_string(options.devices));
+  }
+  if (options.kv_pages_per_device < 1) {
+    return InvalidArgument("kv_pages_per_device must be >= 1, got " +
+                           std::to_string(options.kv_pages_per_device));
+  }
+  if (options.page_size < 1) {
+    return InvalidArgument("page_size must be >= 1, got " + std::to_string(options.page_size));
+  }
+  // Device workers are the parallelism; BLAS threads would oversubscribe.
+  openblas_set_num_threads(1);
+  return std::unique_ptr<ModelRunner>(new ModelRunnerImpl(config, options));
+}
+
+}  // namespace sy::engine

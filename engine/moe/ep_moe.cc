@@ -1,0 +1,170 @@
+#include "engine/moe/ep_moe.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cstring>
+
+#include "engine/model/layers.h"
+#include "engine/moe/router.h"
+
+namespace sy::engine {
+
+namespace {
+
+// Integers travel inside float payloads bit-for-bit (never converted).
+float IntBits(int32_t v) { return std::bit_cast<float>(v); }
+int32_t BitsInt(float f) { return std::bit_cast<int32_t>(f); }
+
+}  // namespace
+
+EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertLayout* layout,
+                       Communicator* comm)
+    : config_(config),
+      rank_(rank),
+      layout_(layout),
+      comm_(comm),
+      hidden_(config.hidden),
+      top_k_(config.top_k) {
+  assert(layout->devices() == comm->size() && layout->experts() == config.experts);
+  send_.resize(comm->size());
+  recv_.resize(comm->size());
+  back_.resize(comm->size());
+  ret_.resize(comm->size());
+}
+
+void EpMoeLayer::Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
+                         SpanRecorder* rec, int64_t* counts) {
+  Route(w, x, tokens, rec, layer, counts);
+  comm_->AllToAll(rank_, send_, &recv_, rec, "dispatch", layer);
+  RunExperts(w, rec, layer);
+  comm_->AllToAll(rank_, back_, &ret_, rec, "combine", layer);
+  Reduce(w, x, tokens, out, rec, layer);
+}
+
+void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRecorder* rec,
+                       int layer, int64_t* counts) {
+  const int h = hidden_, e_count = config_.experts;
+  for (auto& s : send_) s.clear();
+  ids_.resize(static_cast<size_t>(tokens) * top_k_);
+  weights_.resize(ids_.size());
+  if (tokens == 0) return;
+  SpanRecorder::Scope span(
+      rec, "router", layer, tokens, 2LL * tokens * h * e_count + 4LL * tokens * e_count,
+      4LL * (static_cast<int64_t>(h) * e_count + static_cast<int64_t>(tokens) * h));
+  logits_.resize(static_cast<size_t>(tokens) * e_count);
+  Gemm(x, w.router.data(), logits_.data(), tokens, h, e_count);
+  RouteTopK(logits_.data(), tokens, e_count, top_k_, config_.norm_topk_prob, ids_.data(),
+            weights_.data());
+  // Layout pass (DeepEP's "notify" metadata): rows go to their expert's owner.
+  for (int t = 0; t < tokens; ++t) {
+    const float* xr = x + static_cast<size_t>(t) * h;
+    for (int k = 0; k < top_k_; ++k) {
+      const int slot = t * top_k_ + k;
+      const int e = ids_[slot];
+      if (counts) counts[e] += 1;
+      std::vector<float>& buf = send_[layout_->device_of(e)];
+      buf.push_back(IntBits(e));
+      buf.push_back(IntBits(slot));
+      buf.push_back(weights_[slot]);
+      buf.insert(buf.end(), xr, xr + h);
+    }
+  }
+}
+
+void EpMoeLayer::RunExperts(const LayerWeights& w, SpanRecorder* rec, int layer) {
+  const int h = hidden_, e_count = config_.experts, p = comm_->size();
+  const size_t row = kDispatchHeader + h;
+  expert_rows_.assign(e_count, 0);
+  int total = 0;
+  for (int s = 0; s < p; ++s) {
+    const size_t n = recv_[s].size() / row;
+    for (size_t i = 0; i < n; ++i) expert_rows_[BitsInt(recv_[s][i * row])] += 1;
+    total += static_cast<int>(n);
+    back_[s].resize(n * (kCombineHeader + h));
+  }
+  row_src_.resize(total);
+  row_idx_.resize(total);
+  row_w_.resize(total);
+  row_slot_.resize(total);
+  if (total == 0) return;
+
+  SpanRecorder::Scope span(rec, "expert_ffn", layer, total);
+  // Group rows by expert (stable: by source rank, then arrival order).
+  expert_offset_.assign(e_count + 1, 0);
+  for (int e = 0; e < e_count; ++e) expert_offset_[e + 1] = expert_offset_[e] + expert_rows_[e];
+  std::vector<int>& cursor = expert_rows_;  // reused as the per-expert fill cursor
+  for (int e = 0; e < e_count; ++e) cursor[e] = expert_offset_[e];
+  xin_.resize(static_cast<size_t>(total) * h);
+  for (int s = 0; s < p; ++s) {
+    const size_t n = recv_[s].size() / row;
+    for (size_t i = 0; i < n; ++i) {
+      const float* r = &recv_[s][i * row];
+      const int g = cursor[BitsInt(r[0])]++;
+      row_src_[g] = s;
+      row_idx_[g] = static_cast<int>(i);
+      row_slot_[g] = BitsInt(r[1]);
+      row_w_[g] = r[2];
+      std::memcpy(&xin_[static_cast<size_t>(g) * h], r + kDispatchHeader, h * sizeof(float));
+    }
+  }
+  yout_.resize(static_cast<size_t>(total) * h);
+  const int inter = config_.expert_inter;
+  int64_t bytes = 0;
+  for (int e = 0; e < e_count; ++e) {
+    const int off = expert_offset_[e], n = expert_offset_[e + 1] - off;
+    if (n == 0) continue;
+    const SwigluWeights& ew = w.experts[e];
+    assert(ew.present() && "a token was dispatched to a device that does not own its expert");
+    act_.resize(std::max(act_.size(), static_cast<size_t>(n) * 2 * inter));
+    SwigluFfn(ew, &xin_[static_cast<size_t>(off) * h], n, act_.data(),
+              &yout_[static_cast<size_t>(off) * h]);
+    bytes += 3LL * h * inter * sizeof(float);
+  }
+  // Weighted outputs back into each source's combine payload, in its dispatch order.
+  for (int g = 0; g < total; ++g) {
+    float* dst = &back_[row_src_[g]][static_cast<size_t>(row_idx_[g]) * (kCombineHeader + h)];
+    dst[0] = IntBits(row_slot_[g]);
+    const float* y = &yout_[static_cast<size_t>(g) * h];
+    const float wt = row_w_[g];
+    for (int i = 0; i < h; ++i) dst[kCombineHeader + i] = y[i] * wt;
+  }
+  span.set_flops(6LL * total * h * inter);
+  span.set_bytes(bytes + 2LL * total * h * static_cast<int64_t>(sizeof(float)));
+}
+
+void EpMoeLayer::Reduce(const LayerWeights& w, const float* x, int tokens, float* out,
+                        SpanRecorder* rec, int layer) {
+  if (tokens == 0) return;
+  const int h = hidden_;
+  const int s_inter = w.shared.present() ? w.shared.inter : 0;
+  SpanRecorder::Scope span(
+      rec, "shared_expert", layer, tokens, 6LL * tokens * h * s_inter + 1LL * tokens * top_k_ * h,
+      4LL * (3LL * h * s_inter + static_cast<int64_t>(tokens) * h * (top_k_ + 2)));
+  routed_.resize(static_cast<size_t>(tokens) * top_k_ * h);
+  const size_t row = kCombineHeader + h;
+  for (const std::vector<float>& buf : ret_) {
+    const size_t n = buf.size() / row;
+    for (size_t i = 0; i < n; ++i) {
+      const int slot = BitsInt(buf[i * row]);
+      std::memcpy(&routed_[static_cast<size_t>(slot) * h], &buf[i * row + kCombineHeader],
+                  h * sizeof(float));
+    }
+  }
+  // Fixed summation order (top-k rank) keeps the result independent of P.
+  for (int t = 0; t < tokens; ++t) {
+    float* o = out + static_cast<size_t>(t) * h;
+    const float* r0 = &routed_[static_cast<size_t>(t) * top_k_ * h];
+    std::memcpy(o, r0, h * sizeof(float));
+    for (int k = 1; k < top_k_; ++k) {
+      const float* rk = r0 + static_cast<size_t>(k) * h;
+      for (int i = 0; i < h; ++i) o[i] += rk[i];
+    }
+  }
+  if (s_inter > 0) {
+    act_.resize(std::max(act_.size(), static_cast<size_t>(tokens) * 2 * s_inter));
+    SwigluFfn(w.shared, x, tokens, act_.data(), out, /*accumulate=*/true);
+  }
+}
+
+}  // namespace sy::engine

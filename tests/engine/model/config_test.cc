@@ -1,0 +1,96 @@
+#include "engine/model/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/status_matchers.h"
+
+namespace sy::engine {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ConfigTest, PresetNamesInDisplayOrder) {
+  EXPECT_THAT(PresetNames(), ElementsAre("tiny", "small"));
+}
+
+TEST(ConfigTest, TinyPresetMatchesTheDocumentedShape) {
+  Result<ModelConfig> c = PresetConfig("tiny");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->name, "tiny");
+  EXPECT_EQ(c->vocab, 260);
+  EXPECT_EQ(c->hidden, 256);
+  EXPECT_EQ(c->layers, 4);
+  EXPECT_EQ(c->heads, 4);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->experts, 16);
+  EXPECT_EQ(c->top_k, 2);
+  EXPECT_EQ(c->max_seq, 1024);
+  EXPECT_THAT(c->Validate(), IsOk());
+}
+
+TEST(ConfigTest, EveryPresetValidates) {
+  for (const std::string& name : PresetNames()) {
+    Result<ModelConfig> c = PresetConfig(name);
+    ASSERT_THAT(c, IsOk()) << name;
+    EXPECT_EQ(c->name, name);
+    EXPECT_THAT(c->Validate(), IsOk()) << name;
+  }
+}
+
+TEST(ConfigTest, UnknownPresetListsKnownNames) {
+  EXPECT_THAT(PresetConfig("huge"),
+              StatusIs(StatusCode::kNotFound,
+                       AllOf(HasSubstr("'huge'"), HasSubstr("tiny"), HasSubstr("small"))));
+}
+
+TEST(ConfigTest, ParamCountOfTinyByHand) {
+  const ModelConfig c = PresetConfig("tiny").value();
+  const int64_t h = 256, v = 260;
+  const int64_t attn = h * (256 + 2 * 256) + 256 * h;
+  const int64_t moe = h * 16 + 16 * 3 * h * 256 + 3 * h * 256;
+  const int64_t expected = 2 * v * h + h + 4 * (2 * h + attn + moe);
+  EXPECT_EQ(c.ParamCount(), expected);
+}
+
+struct BadField {
+  const char* field;
+  void (*mutate)(ModelConfig&);
+};
+
+class ConfigValidateTest : public ::testing::TestWithParam<BadField> {};
+
+TEST_P(ConfigValidateTest, NamesTheBadField) {
+  ModelConfig c;
+  GetParam().mutate(c);
+  EXPECT_THAT(c.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                     HasSubstr(std::string("'") + GetParam().field + "'")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, ConfigValidateTest,
+    ::testing::Values(BadField{"vocab", [](ModelConfig& c) { c.vocab = 0; }},
+                      BadField{"hidden", [](ModelConfig& c) { c.hidden = -3; }},
+                      BadField{"layers", [](ModelConfig& c) { c.layers = 0; }},
+                      BadField{"heads", [](ModelConfig& c) { c.heads = 0; }},
+                      BadField{"kv_heads", [](ModelConfig& c) { c.kv_heads = 3; }},
+                      BadField{"head_dim", [](ModelConfig& c) { c.head_dim = 63; }},
+                      BadField{"experts", [](ModelConfig& c) { c.experts = 0; }},
+                      BadField{"top_k", [](ModelConfig& c) { c.top_k = 17; }},
+                      BadField{"top_k", [](ModelConfig& c) { c.top_k = 0; }},
+                      BadField{"expert_inter", [](ModelConfig& c) { c.expert_inter = 0; }},
+                      BadField{"shared_inter", [](ModelConfig& c) { c.shared_inter = -1; }},
+                      BadField{"max_seq", [](ModelConfig& c) { c.max_seq = 0; }},
+                      BadField{"rope_theta", [](ModelConfig& c) { c.rope_theta = 0.5f; }},
+                      BadField{"rms_eps", [](ModelConfig& c) { c.rms_eps = 0.0f; }}));
+
+TEST(ConfigTest, GroupedQueryAttentionIsAccepted) {
+  ModelConfig c;
+  c.kv_heads = 2;
+  EXPECT_THAT(c.Validate(), IsOk());
+}
+
+}  // namespace
+}  // namespace sy::engine
