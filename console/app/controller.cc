@@ -1,0 +1,182 @@
+#include "console/app/controller.h"
+
+#include <algorithm>
+
+namespace sy::console {
+namespace {
+
+constexpr int kPage = 10;
+
+}  // namespace
+
+Controller::Controller(bool replay_mode) { view_.replay = replay_mode; }
+
+void Controller::SetMessage(std::string text, bool error) {
+  view_.message = std::move(text);
+  view_.message_error = error;
+}
+
+void Controller::SyncCommandLine() {
+  view_.command_text = editor_.text();
+  view_.command_cursor = editor_.cursor();
+  view_.completions = editor_.candidates();
+}
+
+Effects Controller::Submit(const std::string& line) {
+  Effects fx;
+  editor_.Remember(line);
+  Result<ParsedCommand> parsed = ParseCommand(line);
+  if (!parsed.ok()) {
+    // Nothing is sent; the error stays on the command line row.
+    SetMessage(parsed.status().message(), true);
+    return fx;
+  }
+  ParsedCommand cmd = std::move(parsed).value();
+  if (cmd.name == "quit") {
+    fx.quit = true;
+    return fx;
+  }
+  if (cmd.name == "help") {
+    view_.help = true;
+    return fx;
+  }
+  if (view_.replay) {
+    SetMessage("replay: ':" + cmd.text + "' not sent (no engine attached)", true);
+    return fx;
+  }
+  if (cmd.needs_confirm) {
+    view_.confirm = "Really " + cmd.name + " the engine? (y/n)";
+    pending_confirm_ = std::move(cmd);
+    return fx;
+  }
+  SetMessage("sent :" + cmd.text + " …", false);
+  fx.send = std::move(cmd);
+  return fx;
+}
+
+Effects Controller::HandleKey(const Key& key) {
+  Effects fx;
+  if (key.name == "Resize") return fx;
+
+  if (pending_confirm_) {
+    view_.confirm.clear();
+    if (key.name == "y" || key.name == "Y") {
+      SetMessage("sent :" + pending_confirm_->text + " …", false);
+      fx.send = std::move(pending_confirm_);
+    } else {
+      SetMessage(":" + pending_confirm_->text + " cancelled", false);
+    }
+    pending_confirm_.reset();
+    return fx;
+  }
+
+  if (view_.command_active) {
+    switch (editor_.HandleKey(key)) {
+      case CommandLineEditor::Outcome::kEditing:
+        SyncCommandLine();
+        return fx;
+      case CommandLineEditor::Outcome::kCancel:
+        view_.command_active = false;
+        return fx;
+      case CommandLineEditor::Outcome::kSubmit: {
+        view_.command_active = false;
+        const std::string line = editor_.text();
+        if (line.find_first_not_of(' ') == std::string::npos) return fx;
+        return Submit(line);
+      }
+    }
+  }
+
+  const std::optional<Action> action = LookupKey(key.name, view_.replay);
+  if (view_.help) {
+    // While help is up, only closing keys and the command line act.
+    if (key.name == "Esc" || key.name == "?" || key.name == "q") {
+      view_.help = false;
+      return fx;
+    }
+    if (action != Action::kCommandLine) return fx;
+  }
+  if (!action) {
+    fx.redraw = false;
+    return fx;
+  }
+  const int log_page = kPage;
+  switch (*action) {
+    case Action::kViewOverview:
+      view_.view = View::kOverview;
+      break;
+    case Action::kViewKernels:
+      view_.view = View::kKernels;
+      break;
+    case Action::kViewMemory:
+      view_.view = View::kMemory;
+      break;
+    case Action::kViewExperts:
+      view_.view = View::kExperts;
+      break;
+    case Action::kViewLog:
+      view_.view = View::kLog;
+      break;
+    case Action::kNextView:
+      view_.view = static_cast<View>((static_cast<int>(view_.view) + 1) % kViewCount);
+      break;
+    case Action::kPrevView:
+      view_.view = static_cast<View>((static_cast<int>(view_.view) + kViewCount - 1) % kViewCount);
+      break;
+    case Action::kCommandLine:
+      view_.help = false;
+      view_.command_active = true;
+      view_.message.clear();
+      editor_.Open();
+      SyncCommandLine();
+      break;
+    case Action::kHelp:
+      view_.help = !view_.help;
+      break;
+    case Action::kQuit:
+      fx.quit = true;
+      break;
+    case Action::kClose:
+      view_.message.clear();
+      break;
+    case Action::kScrollUp:
+      view_.log_scroll += 1;
+      break;
+    case Action::kScrollDown:
+      view_.log_scroll = std::max(0, view_.log_scroll - 1);
+      break;
+    case Action::kPageUp:
+      view_.log_scroll += log_page;
+      break;
+    case Action::kPageDown:
+      view_.log_scroll = std::max(0, view_.log_scroll - log_page);
+      break;
+    case Action::kDebug:
+      view_.debug = !view_.debug;
+      break;
+    case Action::kPlayPause:
+      fx.replay = ReplayAction::kPlayPause;
+      break;
+    case Action::kFaster:
+      fx.replay = ReplayAction::kFaster;
+      break;
+    case Action::kSlower:
+      fx.replay = ReplayAction::kSlower;
+      break;
+    case Action::kSeekBack:
+      fx.replay = ReplayAction::kSeekBack;
+      break;
+    case Action::kSeekForward:
+      fx.replay = ReplayAction::kSeekForward;
+      break;
+    case Action::kSeekStart:
+      fx.replay = ReplayAction::kSeekStart;
+      break;
+    case Action::kSeekEnd:
+      fx.replay = ReplayAction::kSeekEnd;
+      break;
+  }
+  return fx;
+}
+
+}  // namespace sy::console

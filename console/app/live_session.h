@@ -1,0 +1,95 @@
+// File: console/app/live_session.h
+//
+// LiveSession: everything the live console does besides drawing. A receiver
+// thread takes messages from the Subscriber and hands each to the Collector
+// and (when recording) to the store Writer; commands go out through a
+// CommandSender, and each command with its reply is logged in the Collector
+// and recorded with Writer::RecordCommand. When the engine's heartbeats stop
+// (connection "lost") the run is marked abnormal in the store, once; a
+// lifecycle "stop" event instead ends it normally.
+//
+//   ASSIGN_OR_RETURN(auto live, LiveSession::Start(opts));
+//   Snapshot s = live->collector().TakeSnapshot();
+//   live->SendCommand(*ParseCommand("pause"));
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "console/app/command_sender.h"
+#include "console/collect/collector.h"
+#include "store/store.h"
+#include "telemetry/subscriber.h"
+
+namespace sy::console {
+
+struct LiveOptions {
+  std::string connect = "tcp://127.0.0.1:5555";
+  std::string control = "tcp://127.0.0.1:5556";
+  std::string db_path;  // "" = do not record
+  std::chrono::milliseconds command_timeout{3000};
+  CollectorOptions collector;
+};
+
+struct LiveSummary {
+  int64_t received = 0;
+  int64_t gaps = 0;
+  int64_t malformed = 0;
+  int64_t written = 0;
+  int64_t dropped = 0;
+  std::string store_error;
+};
+
+class LiveSession {
+ public:
+  // Opens the store first (so a bad --db fails before anything else), then
+  // connects. Errors: the Writer's (UNAVAILABLE, DATA_LOSS, ...) with the
+  // path as context; INVALID_ARGUMENT for a bad endpoint.
+  static Result<std::unique_ptr<LiveSession>> Start(const LiveOptions& options);
+  // Stops the threads, then flushes and closes the store.
+  ~LiveSession();
+
+  Collector& collector() { return collector_; }
+  // Queues an engine command; its outcome arrives in the Log view and via
+  // TakeCommandMessages().
+  void SendCommand(ParsedCommand command);
+  // One-line results of finished commands since the last call: (text, error).
+  std::vector<std::pair<std::string, bool>> TakeCommandMessages();
+  // True once the engine published its lifecycle "stop" event.
+  bool stop_seen() const { return stop_seen_.load(); }
+  // Flushes the store (tests, headless exit) and returns the counters.
+  LiveSummary Finish();
+  LiveSummary summary() const;
+
+ private:
+  explicit LiveSession(const LiveOptions& options);
+  void ReceiveLoop();
+  void UpdateCounters();  // REQUIRES: called on the receiver thread
+  void OnCommandDone(const CommandOutcome& o);
+
+  const LiveOptions options_;
+  Collector collector_;
+  std::unique_ptr<store::Writer> writer_;
+  std::unique_ptr<telemetry::Subscriber> subscriber_;  // used only by receiver_
+  std::unique_ptr<CommandSender> sender_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_seen_{false};
+  mutable std::mutex mu_;
+  std::deque<std::pair<std::string, bool>> command_messages_;  // GUARDED_BY(mu_)
+  TransportCounters transport_;                                // GUARDED_BY(mu_)
+  std::string ended_run_;  // receiver thread only: run already marked ended
+  std::thread receiver_;
+};
+
+}  // namespace sy::console

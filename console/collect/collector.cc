@@ -1,0 +1,361 @@
+#include "console/collect/collector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace sy::console {
+namespace {
+
+constexpr int64_t kUsPerS = 1'000'000;
+
+void PushBounded(std::deque<int64_t>& d, int64_t v, int cap) {
+  d.push_back(v);
+  while (static_cast<int>(d.size()) > cap) d.pop_front();
+}
+
+}  // namespace
+
+const char* ConnStateName(ConnState s) {
+  switch (s) {
+    case ConnState::kWaiting:
+      return "waiting";
+    case ConnState::kLive:
+      return "live";
+    case ConnState::kDegraded:
+      return "degraded";
+    case ConnState::kLost:
+      return "lost";
+    case ConnState::kReplay:
+      return "replay";
+  }
+  return "?";
+}
+
+int64_t Percentile(std::vector<int64_t> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
+  const size_t idx = static_cast<size_t>(std::clamp(rank, 1.0, double(values.size()))) - 1;
+  return values[idx];
+}
+
+Collector::Collector(CollectorOptions options)
+    : options_(std::move(options)), heartbeat_ms_(options_.default_heartbeat_ms) {}
+
+void Collector::Consume(const telemetry::Message& m) {
+  std::lock_guard lock(mu_);
+  const telemetry::Envelope& env = telemetry::EnvelopeOf(m);
+  if (!env.run.empty() && env.run != s_.run) {
+    if (!s_.run.empty())
+      Log(env.t_us, LogLevel::kInfo, "new run " + env.run + " (was " + s_.run + ")");
+    ResetLocked();
+    s_.run = env.run;
+  }
+  ++own_received_;
+  const std::string topic(telemetry::TopicOf(m));
+  auto it = next_seq_.find(topic);
+  if (it != next_seq_.end() && env.seq > it->second) own_gaps_ += env.seq - it->second;
+  if (it == next_seq_.end() || env.seq >= it->second) next_seq_[topic] = env.seq + 1;
+  s_.latest_t_us = std::max(s_.latest_t_us, env.t_us);
+  if (!std::holds_alternative<telemetry::Heartbeat>(m) && !have_heartbeat_time_) {
+    // Before the first heartbeat any message proves the engine is there.
+    last_beat_ = options_.clock();
+  }
+  std::visit([this](const auto& msg) { OnMessage(msg); }, m);
+}
+
+void Collector::OnMessage(const telemetry::Meta& m) {
+  if (!s_.have_meta) {
+    Log(m.env.t_us, LogLevel::kInfo,
+        "run " + m.env.run + ": " + m.model.preset + " on " + std::to_string(m.devices) +
+            " devices, " + m.layout + (m.workload.empty() ? "" : ", workload " + m.workload));
+  }
+  s_.have_meta = true;
+  s_.meta = m;
+  s_.trace_level = m.trace_level;
+  s_.paused = m.paused;
+  if (s_.engine_state.empty() || s_.engine_state == "running" || s_.engine_state == "paused") {
+    s_.engine_state = m.paused ? "paused" : "running";
+  }
+  if (s_.expert_device.empty()) s_.expert_device = m.expert_device;
+}
+
+void Collector::OnMessage(const telemetry::Step& m) {
+  ++s_.steps_seen;
+  s_.latest_step = std::max(s_.latest_step, m.step);
+  s_.cur_batch = m.batch_requests;
+  s_.cur_running = m.running;
+  s_.cur_waiting = m.waiting;
+  s_.finished_total = m.finished_total;
+  s_.generated_total = m.generated_total;
+  const int64_t sec = m.env.t_us / kUsPerS;
+  if (buckets_.empty() || buckets_.back().second < sec) {
+    Bucket b;
+    b.second = sec;
+    buckets_.push_back(b);
+  }
+  // Messages arrive in time order; an out-of-order step lands in the newest
+  // bucket rather than rewriting history.
+  Bucket& b = buckets_.back();
+  b.prefill += m.prefill_tokens;
+  b.decode += m.decode_tokens;
+  b.batch_sum += m.batch_requests;
+  ++b.steps;
+  b.running = m.running;
+  b.waiting = m.waiting;
+  while (buckets_.back().second - buckets_.front().second >= options_.series_seconds) {
+    buckets_.pop_front();
+  }
+}
+
+void Collector::OnMessage(const telemetry::Spans& m) {
+  s_.spans_seen += static_cast<int64_t>(m.spans.size());
+  if (m.step < s_.spans_step) return;
+  s_.spans_step = m.step;
+  s_.spans = m.spans;
+  std::stable_sort(s_.spans.begin(), s_.spans.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.device, a.start_us) < std::tie(b.device, b.start_us);
+  });
+}
+
+void Collector::OnMessage(const telemetry::KernelStats& m) {
+  if (m.step < s_.kstats_step) return;
+  s_.kstats_step = m.step;
+  std::map<std::pair<std::string, std::string>, KernelRow> rows;
+  int64_t all = 0;
+  for (const auto& k : m.kernels) {
+    KernelRow& r = rows[{k.name, k.kind}];
+    r.name = k.name;
+    r.kind = k.kind;
+    r.count += k.count;
+    r.total_us += k.total_us;
+    r.max_us = std::max(r.max_us, k.max_us);
+    all += k.total_us;
+  }
+  s_.top_kernels.clear();
+  for (auto& [key, r] : rows) {
+    r.mean_us = r.count > 0 ? r.total_us / r.count : 0;
+    r.share = all > 0 ? static_cast<double>(r.total_us) / static_cast<double>(all) : 0;
+    s_.top_kernels.push_back(r);
+  }
+  std::stable_sort(s_.top_kernels.begin(), s_.top_kernels.end(),
+                   [](const KernelRow& a, const KernelRow& b) { return a.total_us > b.total_us; });
+}
+
+void Collector::OnMessage(const telemetry::Occupancy& m) {
+  s_.kv = m.devices;
+  std::sort(s_.kv.begin(), s_.kv.end(),
+            [](const auto& a, const auto& b) { return a.device < b.device; });
+  s_.cur_running = m.running;
+  s_.cur_waiting = m.waiting;
+}
+
+void Collector::OnMessage(const telemetry::ExpertLoad& m) {
+  expert_steps_.push_back(m.counts);
+  while (static_cast<int>(expert_steps_.size()) > options_.expert_window_steps) {
+    expert_steps_.pop_front();
+  }
+  if (!m.expert_device.empty()) s_.expert_device = m.expert_device;
+}
+
+void Collector::OnMessage(const telemetry::RequestDone& m) {
+  ++s_.requests_seen;
+  PushBounded(ttft_, m.ttft_us, options_.request_window);
+  // A one-token answer has no time per output token; leave it out.
+  if (m.output_tokens > 1) PushBounded(tpot_, m.tpot_us, options_.request_window);
+}
+
+void Collector::OnMessage(const telemetry::Event& m) {
+  LogLevel level = LogLevel::kInfo;
+  if (m.kind == "command") level = LogLevel::kCommand;
+  if (m.kind == "warning") level = LogLevel::kWarn;
+  if (m.phase == "failed") level = LogLevel::kError;
+  std::string text = m.kind + " " + m.name;
+  if (!m.phase.empty()) text += " " + m.phase;
+  if (!m.message.empty()) text += ": " + m.message;
+  Log(m.env.t_us, level, std::move(text));
+  if (m.kind == "lifecycle" && m.name == "stop") s_.run_stopped = true;
+}
+
+void Collector::OnMessage(const telemetry::Heartbeat& m) {
+  have_heartbeat_time_ = true;
+  last_beat_ = options_.clock();
+  if (m.interval_ms > 0) heartbeat_ms_ = m.interval_ms;
+  s_.engine_state = m.state;
+  s_.paused = m.state == "paused";
+  s_.engine_dropped = m.dropped_total;
+  s_.latest_step = std::max(s_.latest_step, m.step);
+}
+
+void Collector::Log(int64_t t_us, LogLevel level, std::string text) {
+  log_.push_back(LogLine{t_us, level, std::move(text)});
+  while (log_.size() > options_.log_capacity) log_.pop_front();
+}
+
+void Collector::AddLog(LogLevel level, std::string text) {
+  std::lock_guard lock(mu_);
+  Log(-1, level, std::move(text));
+}
+
+void Collector::ApplyCommandResult(const std::string& cmd, const nlohmann::json& result) {
+  std::lock_guard lock(mu_);
+  if (!result.is_object()) return;
+  if (auto p = result.find("paused"); p != result.end() && p->is_boolean()) {
+    s_.paused = p->get<bool>();
+    s_.engine_state = s_.paused ? "paused" : "running";
+  }
+  if (auto st = result.find("state"); st != result.end() && st->is_string()) {
+    s_.engine_state = st->get<std::string>();
+    s_.paused = s_.engine_state == "paused";
+  }
+  for (const char* key : {"trace_level", "level"}) {
+    if (auto l = result.find(key); l != result.end() && l->is_string()) {
+      s_.trace_level = l->get<std::string>();
+      break;
+    }
+  }
+}
+
+void Collector::SetTransportCounters(const TransportCounters& c) {
+  std::lock_guard lock(mu_);
+  have_transport_ = true;
+  transport_ = c;
+}
+
+void Collector::SetStoreCounters(const StoreCounters& c) {
+  std::lock_guard lock(mu_);
+  s_.have_store = true;
+  s_.store_written = c.written;
+  s_.store_dropped = c.dropped;
+  s_.store_error = c.error;
+  s_.db_path = c.path;
+}
+
+void Collector::SetReplayClock(const ReplayClock& c) {
+  std::lock_guard lock(mu_);
+  replay_ = true;
+  s_.replay = c;
+}
+
+void Collector::Reset() {
+  std::lock_guard lock(mu_);
+  ResetLocked();
+  log_.clear();
+  own_received_ = 0;
+  own_gaps_ = 0;
+}
+
+void Collector::ResetLocked() {
+  Snapshot fresh;
+  fresh.have_store = s_.have_store;
+  fresh.store_written = s_.store_written;
+  fresh.store_dropped = s_.store_dropped;
+  fresh.store_error = s_.store_error;
+  fresh.db_path = s_.db_path;
+  fresh.replay = s_.replay;
+  s_ = std::move(fresh);
+  buckets_.clear();
+  ttft_.clear();
+  tpot_.clear();
+  expert_steps_.clear();
+  next_seq_.clear();
+  have_heartbeat_time_ = false;
+  heartbeat_ms_ = options_.default_heartbeat_ms;
+}
+
+Snapshot Collector::TakeSnapshot() const {
+  std::lock_guard lock(mu_);
+  Snapshot s = s_;
+  s.received = have_transport_ ? transport_.received : own_received_;
+  s.gaps = have_transport_ ? transport_.gaps : own_gaps_;
+  s.malformed = have_transport_ ? transport_.malformed : 0;
+
+  if (replay_) {
+    s.conn = ConnState::kReplay;
+  } else if (own_received_ == 0) {
+    s.conn = ConnState::kWaiting;
+  } else {
+    const auto age = options_.clock() - last_beat_;
+    s.heartbeat_age_s = std::chrono::duration<double>(age).count();
+    const double interval_s = heartbeat_ms_ / 1000.0;
+    s.conn = s.heartbeat_age_s > 5 * interval_s   ? ConnState::kLost
+             : s.heartbeat_age_s > 2 * interval_s ? ConnState::kDegraded
+                                                  : ConnState::kLive;
+  }
+
+  // Series: one point per second from the oldest bucket to the second of the
+  // newest message; idle seconds are zero, queue depths carry forward.
+  if (!buckets_.empty()) {
+    const int64_t last_sec = std::max(buckets_.back().second, s_.latest_t_us / kUsPerS);
+    const int64_t first_sec =
+        std::max(buckets_.front().second, last_sec - options_.series_seconds + 1);
+    auto b = buckets_.begin();
+    int running = 0, waiting = 0;
+    for (int64_t sec = first_sec; sec <= last_sec; ++sec) {
+      while (b != buckets_.end() && b->second < sec) {
+        running = b->running;
+        waiting = b->waiting;
+        ++b;
+      }
+      Bucket cur;
+      if (b != buckets_.end() && b->second == sec) {
+        cur = *b;
+        running = b->running;
+        waiting = b->waiting;
+      }
+      // The newest second is partial: scale by its elapsed part (at least
+      // a quarter second, so the first step of a second does not spike).
+      double span_s = 1.0;
+      if (sec == last_sec) {
+        span_s =
+            std::clamp(static_cast<double>(s_.latest_t_us - sec * kUsPerS) / kUsPerS, 0.25, 1.0);
+      }
+      s.prefill_tps.push_back(static_cast<double>(cur.prefill) / span_s);
+      s.decode_tps.push_back(static_cast<double>(cur.decode) / span_s);
+      s.batch.push_back(cur.steps ? static_cast<double>(cur.batch_sum) / cur.steps : 0.0);
+      s.running.push_back(running);
+      s.waiting.push_back(waiting);
+    }
+    // The headline rate is the last complete second when there is one.
+    const size_t n = s.decode_tps.size();
+    const size_t i = n >= 2 ? n - 2 : n - 1;
+    s.cur_prefill_tps = s.prefill_tps[i];
+    s.cur_decode_tps = s.decode_tps[i];
+  }
+
+  s.ttft = {Percentile({ttft_.begin(), ttft_.end()}, 50),
+            Percentile({ttft_.begin(), ttft_.end()}, 99), static_cast<int>(ttft_.size())};
+  s.tpot = {Percentile({tpot_.begin(), tpot_.end()}, 50),
+            Percentile({tpot_.begin(), tpot_.end()}, 99), static_cast<int>(tpot_.size())};
+
+  s.expert_window_steps = static_cast<int>(expert_steps_.size());
+  for (const auto& counts : expert_steps_) {
+    if (s.expert_counts.size() < counts.size()) s.expert_counts.resize(counts.size());
+    for (size_t l = 0; l < counts.size(); ++l) {
+      auto& row = s.expert_counts[l];
+      if (row.size() < counts[l].size()) row.resize(counts[l].size(), 0);
+      for (size_t e = 0; e < counts[l].size(); ++e) row[e] += counts[l][e];
+    }
+  }
+  for (const auto& row : s.expert_counts) {
+    if (s.expert_totals.size() < row.size()) s.expert_totals.resize(row.size(), 0);
+    for (size_t e = 0; e < row.size(); ++e) s.expert_totals[e] += row[e];
+  }
+  int devices = s.have_meta ? s.meta.devices : 0;
+  for (int d : s.expert_device) devices = std::max(devices, d + 1);
+  if (!s.expert_totals.empty()) {
+    s.device_tokens.assign(std::max(devices, 0), 0);
+    for (size_t e = 0; e < s.expert_totals.size() && e < s.expert_device.size(); ++e) {
+      const int d = s.expert_device[e];
+      if (d >= 0 && d < static_cast<int>(s.device_tokens.size())) {
+        s.device_tokens[d] += s.expert_totals[e];
+      }
+    }
+  }
+
+  s.log.assign(log_.begin(), log_.end());
+  return s;
+}
+
+}  // namespace sy::console

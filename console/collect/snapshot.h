@@ -1,0 +1,137 @@
+// File: console/collect/snapshot.h
+//
+// Snapshot: an immutable picture of everything the console shows, produced by
+// Collector::TakeSnapshot() and handed to the pure draw functions. Live and
+// replay produce the same Snapshot, so every panel works on both.
+//
+// Units: times in microseconds unless named *_s; rates per second of engine
+// time (the envelope's `t`), so a replay at 4x shows the rates of the run,
+// not of the playback.
+//
+// Thread-safety: a value; copy freely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "telemetry/protocol.h"
+
+namespace sy::console {
+
+// Where the data comes from and how fresh it is. Live states are computed
+// from the age of the last heartbeat against its announced interval.
+enum class ConnState {
+  kWaiting,   // live, nothing received yet
+  kLive,      // heartbeat age <= 2 intervals
+  kDegraded,  // 2 < age <= 5 intervals
+  kLost,      // age > 5 intervals: engine gone or network cut
+  kReplay,    // reading a stored run
+};
+const char* ConnStateName(ConnState s);  // "waiting", "live", ...
+
+enum class LogLevel { kInfo, kWarn, kError, kCommand };
+
+struct LogLine {
+  int64_t t_us = -1;  // engine time when known, else -1
+  LogLevel level = LogLevel::kInfo;
+  std::string text;
+};
+
+struct Percentiles {
+  int64_t p50_us = 0;
+  int64_t p99_us = 0;
+  int count = 0;  // requests the percentiles cover
+};
+
+// One kernel name aggregated over devices, from the latest KernelStats.
+struct KernelRow {
+  std::string name;
+  std::string kind;  // "compute" | "comm"
+  int count = 0;
+  int64_t total_us = 0;
+  int64_t mean_us = 0;  // total_us / count
+  int64_t max_us = 0;
+  double share = 0;  // total_us / sum of all kernels' total_us, 0..1
+};
+
+// Replay clock as shown in the header ("REPLAY 12.3s/60.0s x2 PLAYING").
+struct ReplayClock {
+  double position_s = 0;
+  double duration_s = 0;
+  double speed = 1;
+  bool playing = false;
+};
+
+struct Snapshot {
+  ConnState conn = ConnState::kWaiting;
+  double heartbeat_age_s = 0;  // live only; wall seconds since last heartbeat
+
+  // Run identity (from Meta; empty until the first Meta arrives).
+  bool have_meta = false;
+  telemetry::Meta meta;
+  std::string run;
+  std::string engine_state;  // "running" | "paused" | "stopping" | "" (unknown)
+  bool paused = false;
+  std::string trace_level;   // "off" | "summary" | "full" | ""
+  bool run_stopped = false;  // lifecycle "stop" event seen for `run`
+  int64_t latest_t_us = 0;   // newest envelope time seen
+  int64_t latest_step = -1;
+
+  // Per-second series of engine time, oldest first, the newest (possibly
+  // partial) second last. Equal lengths; at most Collector's series_seconds.
+  std::vector<double> prefill_tps;
+  std::vector<double> decode_tps;
+  std::vector<double> batch;  // mean requests per step in that second
+  std::vector<double> running;
+  std::vector<double> waiting;
+  double cur_prefill_tps = 0;  // last value of the series (0 when empty)
+  double cur_decode_tps = 0;
+  int cur_batch = 0;  // latest step's batch_requests
+  int cur_running = 0;
+  int cur_waiting = 0;
+  int64_t finished_total = 0;
+  int64_t generated_total = 0;
+
+  Percentiles ttft;  // over the most recent completed requests
+  Percentiles tpot;
+
+  // Latest step's spans (trace level "full"), ordered by start.
+  int64_t spans_step = -1;
+  std::vector<telemetry::Span> spans;
+  // Latest KernelStats, aggregated over devices, by share descending.
+  int64_t kstats_step = -1;
+  std::vector<KernelRow> top_kernels;
+
+  // KV pool per device (latest Occupancy), ordered by device.
+  std::vector<telemetry::DeviceOccupancy> kv;
+
+  // Routed tokens summed over the last `expert_window_steps` ExpertLoad
+  // messages: expert_counts[layer][expert]; per-device totals via the
+  // expert -> device map of the newest message (or Meta's).
+  int expert_window_steps = 0;  // how many steps the sums cover
+  std::vector<std::vector<int64_t>> expert_counts;
+  std::vector<int64_t> expert_totals;  // per expert, all layers
+  std::vector<int64_t> device_tokens;  // per device
+  std::vector<int> expert_device;
+
+  std::vector<LogLine> log;  // oldest first, bounded
+
+  // Counters.
+  int64_t received = 0;   // messages consumed
+  int64_t gaps = 0;       // from the Subscriber (live) or seq holes (replay)
+  int64_t malformed = 0;  // from the Subscriber
+  int64_t steps_seen = 0;
+  int64_t requests_seen = 0;
+  int64_t spans_seen = 0;      // individual spans
+  int64_t engine_dropped = 0;  // publisher drops reported in heartbeats
+  bool have_store = false;
+  int64_t store_written = 0;
+  int64_t store_dropped = 0;
+  std::string store_error;  // empty when the writer is healthy
+  std::string db_path;
+
+  ReplayClock replay;  // meaningful when conn == kReplay
+};
+
+}  // namespace sy::console

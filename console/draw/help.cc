@@ -1,0 +1,89 @@
+// Help overlay, rendered from the same tables input handling uses
+// (KeyTable() and CommandTable()), so it always lists every key and command.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "console/draw/format.h"
+#include "console/draw/theme.h"
+#include "console/draw/views.h"
+#include "console/input/command_line.h"
+#include "console/input/keymap.h"
+
+namespace sy::console {
+
+namespace {
+
+std::vector<const KeyBinding*> VisibleKeys(const ViewState& v) {
+  std::vector<const KeyBinding*> keys;
+  for (const KeyBinding& b : KeyTable()) {
+    if (b.scope == KeyScope::kAll || v.replay) keys.push_back(&b);
+  }
+  return keys;
+}
+
+// Two columns of keys when there is room for them.
+int KeyColumns(int inner_w) { return inner_w >= 60 ? 2 : 1; }
+
+}  // namespace
+
+int HelpHeight(const ViewState& v, int w) {
+  const int columns = KeyColumns(w - 2);
+  const int keys = static_cast<int>(VisibleKeys(v).size());
+  const int key_rows = (keys + columns - 1) / columns;
+  return 2 + key_rows + 1 + static_cast<int>(CommandTable().size());
+}
+
+Grid DrawHelp(const ViewState& v, Rect r) {
+  Grid g(r.w, r.h);
+  if (r.w < 4 || r.h < 3) return g;
+  g.Fill(Rect{0, 0, r.w, r.h}, U' ', theme::kOverlay);
+  // Border with the title in the top edge.
+  for (int x = 1; x < r.w - 1; ++x) {
+    g.PutChar(x, 0, U'─', theme::kOverlay);
+    g.PutChar(x, r.h - 1, U'─', theme::kOverlay);
+  }
+  for (int y = 1; y < r.h - 1; ++y) {
+    g.PutChar(0, y, U'│', theme::kOverlay);
+    g.PutChar(r.w - 1, y, U'│', theme::kOverlay);
+  }
+  g.PutChar(0, 0, U'┌', theme::kOverlay);
+  g.PutChar(r.w - 1, 0, U'┐', theme::kOverlay);
+  g.PutChar(0, r.h - 1, U'└', theme::kOverlay);
+  g.PutChar(r.w - 1, r.h - 1, U'┘', theme::kOverlay);
+  g.Put(2, 0, " Help: keys (Esc or ? closes) ", theme::kOverlayKey, r.w - 1);
+
+  const int inner_w = r.w - 2;
+  const int right = r.w - 1;
+  const std::vector<const KeyBinding*> keys = VisibleKeys(v);
+  const int columns = KeyColumns(inner_w);
+  const int col_w = inner_w / columns;
+  const int key_rows = static_cast<int>((keys.size() + columns - 1) / columns);
+  int y = 1;
+  for (int i = 0; i < key_rows && y < r.h - 1; ++i, ++y) {
+    for (int c = 0; c < columns; ++c) {
+      const size_t k = static_cast<size_t>(c * key_rows + i);
+      if (k >= keys.size()) continue;
+      const int x = 1 + c * col_w;
+      const int clip = std::min(right, x + col_w);
+      g.Put(x + 1, y, std::string(keys[k]->key), theme::kOverlayKey, clip);
+      g.Put(x + 10, y, std::string(keys[k]->help), theme::kOverlay, clip);
+    }
+  }
+  if (y < r.h - 1) {
+    g.Put(2, y++,
+          "Commands (press : then type; Tab completes, Up/Down history):", theme::kOverlayKey,
+          right);
+  }
+  for (const CommandSpec& c : CommandTable()) {
+    if (y >= r.h - 1) break;
+    std::string usage = ":" + std::string(c.name);
+    if (!c.args.empty()) usage += " " + std::string(c.args);
+    const int x = g.Put(2, y, PadRight(usage, 24), theme::kOverlayKey, right);
+    g.Put(x, y, std::string(c.help), theme::kOverlay, right);
+    ++y;
+  }
+  return g;
+}
+
+}  // namespace sy::console

@@ -1,0 +1,89 @@
+// Overview panel: throughput and queue sparklines, latency percentiles, and
+// the run's model and layout.
+#include <string>
+
+#include "console/draw/format.h"
+#include "console/draw/sparkline.h"
+#include "console/draw/theme.h"
+#include "console/draw/views.h"
+
+namespace sy::console {
+namespace {
+
+constexpr int kLabelW = 9;   // "prefill  "
+constexpr int kValueW = 10;  // "  12.3k/s "
+
+// Label and value on the first row, then a chart of `rows` rows after them.
+void SeriesRows(Grid& g, int y, const char* label, const std::string& value,
+                const std::vector<double>& series, int rows, Style chart_style) {
+  g.Put(0, y, label, theme::kLabel);
+  g.Put(kLabelW, y, PadLeft(value, kValueW - 1), theme::kTitle);
+  const int chart_x = kLabelW + kValueW;
+  const int chart_w = g.width() - chart_x;
+  if (chart_w <= 0) return;
+  if (rows == 1) {
+    g.Put(chart_x, y, BlockSparkline(series, chart_w), chart_style);
+    return;
+  }
+  const auto chart = BrailleChart(series, chart_w, rows);
+  for (int i = 0; i < rows; ++i) g.Put(chart_x, y + i, chart[i], chart_style);
+}
+
+}  // namespace
+
+Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
+  Grid g(r.w, r.h);
+  int y = 0;
+  const int secs = static_cast<int>(s.decode_tps.size());
+  g.Put(0, y++, "Throughput, last " + std::to_string(secs) + "s (engine time)", theme::kTitle);
+  SeriesRows(g, y, "prefill", FormatRate(s.cur_prefill_tps), s.prefill_tps, 2, theme::kChart);
+  y += 2;
+  SeriesRows(g, y, "decode", FormatRate(s.cur_decode_tps), s.decode_tps, 2, theme::kChart);
+  y += 2;
+  SeriesRows(g, y++, "batch", FormatCount(s.cur_batch), s.batch, 1, theme::kLabel);
+  SeriesRows(g, y++, "running", FormatCount(s.cur_running), s.running, 1, theme::kLabel);
+  SeriesRows(g, y++, "waiting", FormatCount(s.cur_waiting), s.waiting, 1,
+             s.cur_waiting > 0 ? theme::kWarn : theme::kLabel);
+  ++y;
+
+  g.Put(0, y++, "Latency, last " + std::to_string(s.ttft.count) + " requests", theme::kTitle);
+  const auto latency = [&](const char* name, const Percentiles& p) {
+    int x = g.Put(0, y, name, theme::kLabel);
+    x = g.Put(kLabelW, y, "p50 ");
+    x = g.Put(x, y, PadLeft(p.count ? FormatUs(p.p50_us) : "-", 9), theme::kTitle);
+    x = g.Put(x, y, "   p99 ");
+    g.Put(x, y, PadLeft(p.count ? FormatUs(p.p99_us) : "-", 9), theme::kTitle);
+    ++y;
+  };
+  latency("TTFT", s.ttft);
+  latency("TPOT", s.tpot);
+  g.Put(0, y++,
+        "finished " + FormatCount(static_cast<double>(s.finished_total)) + "   generated " +
+            FormatCount(static_cast<double>(s.generated_total)) + "   step " +
+            std::to_string(s.latest_step < 0 ? 0 : s.latest_step));
+  ++y;
+
+  if (!s.have_meta) {
+    g.Put(0, y, "waiting for the engine's meta message…", theme::kDimmed);
+    return g;
+  }
+  const telemetry::ModelInfo& m = s.meta.model;
+  int x = g.Put(0, y, "Model", theme::kLabel);
+  g.Put(std::max(x, kLabelW), y++,
+        m.preset + "  " + FormatCount(static_cast<double>(m.params)) + " params  " +
+            std::to_string(m.layers) + " layers  " + std::to_string(m.experts) + " experts top-" +
+            std::to_string(m.top_k) + "  " + m.dtype);
+  x = g.Put(0, y, "Layout", theme::kLabel);
+  g.Put(std::max(x, kLabelW), y++,
+        s.meta.layout + " on " + std::to_string(s.meta.devices) + " devices  KV " +
+            std::to_string(s.meta.kv_pages_per_device) + " pages/device x " +
+            std::to_string(m.page_size) + " tokens");
+  if (!s.meta.workload.empty()) {
+    x = g.Put(0, y, "Workload", theme::kLabel);
+    g.Put(std::max(x, kLabelW), y++, s.meta.workload);
+  }
+  (void)v;
+  return g;
+}
+
+}  // namespace sy::console

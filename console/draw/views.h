@@ -1,0 +1,40 @@
+// File: console/draw/views.h
+//
+// The panels. Each is a pure function of (Snapshot, ViewState, Rect) that
+// returns a Grid of exactly r.w x r.h cells (r.x/r.y are where the caller will
+// place it). None reads a clock, a file or the terminal, so each is tested
+// headless: a fixed Snapshot in, exact text out. Any size is accepted,
+// including 0x0; content that does not fit is cut, never wrapped past r.
+//
+// DrawFrame composes a whole screen: header line, tab bar, the current view,
+// command/message line, status line, and the help or debug overlays.
+#pragma once
+
+#include "console/collect/snapshot.h"
+#include "console/draw/grid.h"
+#include "console/draw/view_state.h"
+
+namespace sy::console {
+
+Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r);
+Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r);
+Grid DrawMemory(const Snapshot& s, const ViewState& v, Rect r);
+Grid DrawExperts(const Snapshot& s, const ViewState& v, Rect r);
+Grid DrawLog(const Snapshot& s, const ViewState& v, Rect r);
+// Every key of KeyTable() (replay keys only when v.replay) and every command.
+Grid DrawHelp(const ViewState& v, Rect r);
+// Rows DrawHelp needs at width w to show everything (border included).
+int HelpHeight(const ViewState& v, int w);
+
+// Top line: run id, model, devices, layout, RUNNING/PAUSED, trace level
+// (or the replay clock).
+Grid DrawHeader(const Snapshot& s, const ViewState& v, int width);
+// Bottom line: connection state, messages, gaps, store drops, db or "replay".
+Grid DrawStatus(const Snapshot& s, const ViewState& v, int width);
+
+// The whole screen. Below 40x8 it only says the terminal is too small.
+Grid DrawFrame(const Snapshot& s, const ViewState& v, int width, int height);
+inline constexpr int kMinWidth = 40;
+inline constexpr int kMinHeight = 8;
+
+}  // namespace sy::console

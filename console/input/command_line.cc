@@ -1,0 +1,203 @@
+#include "console/input/command_line.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "console/draw/grid.h"
+
+namespace sy::console {
+namespace {
+
+constexpr CommandSpec kTable[] = {
+    {"pause", "", "pause the scheduler (requests wait, nothing is lost)", false, false},
+    {"resume", "", "resume a paused scheduler", false, false},
+    {"trace", "off|summary|full", "set the trace level (full adds per-kernel spans)", false, false},
+    {"status", "", "ask the engine for its state; reply shown in the Log view", false, false},
+    {"describe", "", "ask the engine for model, layout and devices", false, false},
+    {"stop", "", "stop the engine (asks y/n; ':stop!' skips the question)", false, true},
+    {"quit", "", "quit the console (the engine keeps running)", true, false},
+    {"help", "", "show the help overlay", true, false},
+};
+
+std::vector<std::string> Words(std::string_view line) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(line)};
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+std::string KnownCommands() {
+  std::string s;
+  for (const CommandSpec& c : kTable) {
+    if (!s.empty()) s += ", ";
+    s += c.name;
+  }
+  return s;
+}
+
+std::string Levels() { return "off|summary|full"; }
+
+std::string CommonPrefix(const std::vector<std::string>& v) {
+  if (v.empty()) return "";
+  std::string p = v.front();
+  for (const auto& s : v) {
+    size_t i = 0;
+    while (i < p.size() && i < s.size() && p[i] == s[i]) ++i;
+    p.resize(i);
+  }
+  return p;
+}
+
+}  // namespace
+
+std::span<const CommandSpec> CommandTable() { return kTable; }
+
+Result<ParsedCommand> ParseCommand(std::string_view line) {
+  std::vector<std::string> words = Words(line);
+  if (words.empty()) return InvalidArgument("empty command (try: " + KnownCommands() + ")");
+  std::string name = words[0];
+  bool bang = false;
+  if (name.size() > 1 && name.back() == '!') {
+    bang = true;
+    name.pop_back();
+  }
+  const auto it = std::find_if(std::begin(kTable), std::end(kTable),
+                               [&](const CommandSpec& c) { return c.name == name; });
+  if (it == std::end(kTable)) {
+    return InvalidArgument("unknown command '" + words[0] + "' (try: " + KnownCommands() + ")");
+  }
+  if (bang && !it->disruptive) {
+    return InvalidArgument("'!' only applies to stop, not to '" + name + "'");
+  }
+  ParsedCommand out;
+  out.name = name;
+  out.local = it->local;
+  out.needs_confirm = it->disruptive && !bang;
+  out.request.cmd = name;
+  out.request.args = nlohmann::json::object();
+  if (name == "trace") {
+    if (words.size() < 2) return InvalidArgument("trace needs a level: " + Levels());
+    if (words.size() > 2) return InvalidArgument("trace takes one level: " + Levels());
+    const std::string& level = words[1];
+    if (std::find(std::begin(kTraceLevels), std::end(kTraceLevels), level) ==
+        std::end(kTraceLevels)) {
+      return InvalidArgument("bad trace level '" + level + "': expected " + Levels());
+    }
+    out.request.args["level"] = level;
+    out.text = "trace " + level;
+    return out;
+  }
+  if (words.size() > 1) {
+    return InvalidArgument(name + " takes no arguments (got '" + words[1] + "')");
+  }
+  out.text = name + (bang ? "!" : "");
+  return out;
+}
+
+Completion Complete(std::string_view line) {
+  Completion c;
+  c.line = std::string(line);
+  std::string s(line);
+  s.erase(0, s.find_first_not_of(' '));
+  const size_t space = s.find(' ');
+  if (space == std::string::npos) {
+    for (const CommandSpec& spec : kTable) {
+      if (spec.name.substr(0, s.size()) == s) c.candidates.emplace_back(spec.name);
+    }
+    if (c.candidates.size() == 1) {
+      const CommandSpec* spec =
+          &*std::find_if(std::begin(kTable), std::end(kTable),
+                         [&](const auto& x) { return x.name == c.candidates[0]; });
+      c.line = c.candidates[0] + (spec->args.empty() ? "" : " ");
+    } else if (!c.candidates.empty()) {
+      c.line = CommonPrefix(c.candidates);
+      if (c.line.size() < s.size()) c.line = s;
+    }
+    return c;
+  }
+  const std::string cmd = s.substr(0, space);
+  std::string arg = s.substr(space);
+  arg.erase(0, arg.find_first_not_of(' '));
+  if (cmd != "trace" || arg.find(' ') != std::string::npos) return c;
+  for (std::string_view level : kTraceLevels) {
+    if (level.substr(0, arg.size()) == arg) c.candidates.emplace_back(level);
+  }
+  if (c.candidates.size() == 1) {
+    c.line = "trace " + c.candidates[0];
+  } else if (!c.candidates.empty()) {
+    c.line = "trace " + CommonPrefix(c.candidates);
+  }
+  return c;
+}
+
+void CommandLineEditor::Open() {
+  buf_.clear();
+  cursor_ = 0;
+  history_pos_ = history_.size();
+  draft_.clear();
+  candidates_.clear();
+}
+
+void CommandLineEditor::Remember(const std::string& line) {
+  if (line.empty()) return;
+  if (history_.empty() || history_.back() != line) history_.push_back(line);
+  if (history_.size() > 100) history_.erase(history_.begin());
+  history_pos_ = history_.size();
+}
+
+std::string CommandLineEditor::text() const { return EncodeUtf8(buf_); }
+
+CommandLineEditor::Outcome CommandLineEditor::HandleKey(const Key& key) {
+  const std::string& k = key.name;
+  if (k == "Enter") return Outcome::kSubmit;
+  if (k == "Esc") return Outcome::kCancel;
+  if (k != "Tab") candidates_.clear();
+  const int n = static_cast<int>(buf_.size());
+  if (k == "Backspace") {
+    if (cursor_ > 0) {
+      buf_.erase(static_cast<size_t>(cursor_ - 1), 1);
+      --cursor_;
+    } else if (buf_.empty()) {
+      return Outcome::kCancel;  // like vim: backspace on an empty line leaves
+    }
+  } else if (k == "Delete") {
+    if (cursor_ < n) buf_.erase(static_cast<size_t>(cursor_), 1);
+  } else if (k == "Left") {
+    cursor_ = std::max(0, cursor_ - 1);
+  } else if (k == "Right") {
+    cursor_ = std::min(n, cursor_ + 1);
+  } else if (k == "Home") {
+    cursor_ = 0;
+  } else if (k == "End") {
+    cursor_ = n;
+  } else if (k == "Tab") {
+    Completion c = Complete(EncodeUtf8(buf_));
+    buf_ = DecodeUtf8(c.line);
+    cursor_ = static_cast<int>(buf_.size());
+    candidates_ = c.candidates.size() > 1 ? c.candidates : std::vector<std::string>{};
+  } else if (k == "Up") {
+    if (history_pos_ > 0) {
+      if (history_pos_ == history_.size()) draft_ = buf_;
+      --history_pos_;
+      buf_ = DecodeUtf8(history_[history_pos_]);
+      cursor_ = static_cast<int>(buf_.size());
+    }
+  } else if (k == "Down") {
+    if (history_pos_ < history_.size()) {
+      ++history_pos_;
+      buf_ = history_pos_ == history_.size() ? draft_ : DecodeUtf8(history_[history_pos_]);
+      cursor_ = static_cast<int>(buf_.size());
+    }
+  } else {
+    const std::u32string text = k == "Space" ? std::u32string(U" ") : DecodeUtf8(k);
+    // Only single printable characters are typed; other named keys are ignored.
+    if (text.size() == 1 && text[0] >= 0x20 && text[0] != 0x7F) {
+      buf_.insert(static_cast<size_t>(cursor_), text);
+      ++cursor_;
+    }
+  }
+  return Outcome::kEditing;
+}
+
+}  // namespace sy::console

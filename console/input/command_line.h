@@ -1,0 +1,84 @@
+// File: console/input/command_line.h
+//
+// The `:` command line: the table of commands (also rendered by the help
+// overlay), parsing a typed line into a request for the engine, Tab
+// completion, and a small line editor with history.
+//
+//   Result<ParsedCommand> c = ParseCommand("trace full");
+//   // c->request == {"cmd": "trace", "args": {"level": "full"}}
+//   ParseCommand("trace loud");  // INVALID_ARGUMENT: bad trace level 'loud' ...
+//
+// An unknown command or bad arguments is an error value: nothing is sent.
+// Thread-safety: pure functions; a CommandLineEditor is used by one thread.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "console/input/keymap.h"
+#include "telemetry/protocol.h"
+
+namespace sy::console {
+
+struct CommandSpec {
+  std::string_view name;
+  std::string_view args;  // usage, e.g. "off|summary|full"; "" for none
+  std::string_view help;
+  bool local;       // handled by the console, never sent
+  bool disruptive;  // asks y/n unless typed with a trailing '!'
+};
+
+std::span<const CommandSpec> CommandTable();
+inline constexpr std::string_view kTraceLevels[] = {"off", "summary", "full"};
+
+struct ParsedCommand {
+  std::string name;  // "pause", "quit", ...
+  std::string text;  // normalised text as typed, e.g. "trace full"
+  bool local = false;
+  bool needs_confirm = false;         // disruptive and typed without '!'
+  telemetry::CommandRequest request;  // for engine commands; id left null
+};
+
+// `line` is what follows ':' (surrounding blanks ignored). INVALID_ARGUMENT
+// for an empty line, an unknown command (message lists the known ones), a
+// missing, extra or bad argument; '!' on a command that is not disruptive.
+Result<ParsedCommand> ParseCommand(std::string_view line);
+
+struct Completion {
+  std::string line;                     // the line after completion
+  std::vector<std::string> candidates;  // all matches (shown when > 1)
+};
+// Completes the command name, or the trace level after "trace ". A unique
+// match gets a trailing space when the command takes arguments.
+Completion Complete(std::string_view line);
+
+// Line editing for the command line: printable keys insert at the cursor,
+// Left/Right/Home/End move, Backspace/Delete erase, Tab completes, Up/Down
+// walk the history, Enter submits, Esc cancels.
+class CommandLineEditor {
+ public:
+  enum class Outcome { kEditing, kSubmit, kCancel };
+
+  // Starts a fresh line (history position reset).
+  void Open();
+  Outcome HandleKey(const Key& key);
+  // Adds a submitted line to the history (consecutive duplicates skipped).
+  void Remember(const std::string& line);
+
+  std::string text() const;
+  int cursor() const { return cursor_; }  // in scalars
+  const std::vector<std::string>& candidates() const { return candidates_; }
+
+ private:
+  std::u32string buf_;
+  int cursor_ = 0;
+  std::vector<std::string> history_;
+  size_t history_pos_ = 0;  // == history_.size(): editing a new line
+  std::u32string draft_;    // the new line while browsing history
+  std::vector<std::string> candidates_;
+};
+
+}  // namespace sy::console

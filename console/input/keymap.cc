@@ -1,0 +1,43 @@
+#include "console/input/keymap.h"
+
+namespace sy::console {
+namespace {
+
+constexpr KeyBinding kTable[] = {
+    {"1", Action::kViewOverview, KeyScope::kAll, "Overview view"},
+    {"2", Action::kViewKernels, KeyScope::kAll, "Kernels view"},
+    {"3", Action::kViewMemory, KeyScope::kAll, "Memory view (KV pages)"},
+    {"4", Action::kViewExperts, KeyScope::kAll, "Experts view"},
+    {"5", Action::kViewLog, KeyScope::kAll, "Log view"},
+    {"Tab", Action::kNextView, KeyScope::kAll, "next view"},
+    {"BackTab", Action::kPrevView, KeyScope::kAll, "previous view"},
+    {":", Action::kCommandLine, KeyScope::kAll, "command line"},
+    {"?", Action::kHelp, KeyScope::kAll, "toggle this help"},
+    {"Esc", Action::kClose, KeyScope::kAll, "close overlay / cancel"},
+    {"q", Action::kQuit, KeyScope::kAll, "quit"},
+    {"Up", Action::kScrollUp, KeyScope::kAll, "scroll log up"},
+    {"Down", Action::kScrollDown, KeyScope::kAll, "scroll log down"},
+    {"PageUp", Action::kPageUp, KeyScope::kAll, "log page up"},
+    {"PageDown", Action::kPageDown, KeyScope::kAll, "log page down"},
+    {"d", Action::kDebug, KeyScope::kAll, "timing overlay"},
+    {"Space", Action::kPlayPause, KeyScope::kReplay, "play / pause"},
+    {"+", Action::kFaster, KeyScope::kReplay, "faster (up to x16)"},
+    {"-", Action::kSlower, KeyScope::kReplay, "slower (down to x0.25)"},
+    {"Left", Action::kSeekBack, KeyScope::kReplay, "seek back 10s"},
+    {"Right", Action::kSeekForward, KeyScope::kReplay, "seek forward 10s"},
+    {"Home", Action::kSeekStart, KeyScope::kReplay, "seek to start"},
+    {"End", Action::kSeekEnd, KeyScope::kReplay, "seek to end"},
+};
+
+}  // namespace
+
+std::span<const KeyBinding> KeyTable() { return kTable; }
+
+std::optional<Action> LookupKey(std::string_view key, bool replay) {
+  for (const KeyBinding& b : kTable) {
+    if (b.key == key && (b.scope == KeyScope::kAll || replay)) return b.action;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sy::console

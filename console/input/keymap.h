@@ -1,0 +1,66 @@
+// File: console/input/keymap.h
+//
+// The one table of key names and actions. Input handling looks keys up here
+// and the `?` help overlay is rendered from the same table, so the help can
+// never disagree with what a key does (btop's Input::process, as data).
+//
+// Key names are what console/term produces: a printable character as itself
+// ("q", ":", "1", "+"), or a name: "Space", "Tab", "BackTab", "Enter", "Esc",
+// "Backspace", "Delete", "Up", "Down", "Left", "Right", "Home", "End",
+// "PageUp", "PageDown", "Resize".
+//
+// Thread-safety: immutable data.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sy::console {
+
+struct Key {
+  std::string name;
+  bool operator==(const Key&) const = default;
+};
+
+enum class Action {
+  kViewOverview,
+  kViewKernels,
+  kViewMemory,
+  kViewExperts,
+  kViewLog,
+  kNextView,
+  kPrevView,
+  kCommandLine,
+  kHelp,
+  kQuit,
+  kClose,
+  kScrollUp,
+  kScrollDown,
+  kPageUp,
+  kPageDown,
+  kDebug,
+  kPlayPause,
+  kFaster,
+  kSlower,
+  kSeekBack,
+  kSeekForward,
+  kSeekStart,
+  kSeekEnd,
+};
+
+enum class KeyScope { kAll, kReplay };
+
+struct KeyBinding {
+  std::string_view key;
+  Action action;
+  KeyScope scope;
+  std::string_view help;
+};
+
+std::span<const KeyBinding> KeyTable();
+// The action bound to `key`; replay-only keys match only when `replay`.
+std::optional<Action> LookupKey(std::string_view key, bool replay);
+
+}  // namespace sy::console

@@ -1,0 +1,131 @@
+#include "console/app/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace sy::console {
+namespace {
+
+using ::testing::HasSubstr;
+
+Effects Press(Controller& c, const std::string& key) { return c.HandleKey(Key{key}); }
+
+Effects TypeLine(Controller& c, const std::string& line) {
+  Press(c, ":");
+  for (char ch : line) Press(c, ch == ' ' ? "Space" : std::string(1, ch));
+  return Press(c, "Enter");
+}
+
+TEST(ConsoleController, ColonPauseEnterSendsPause) {
+  Controller c(false);
+  EXPECT_FALSE(Press(c, ":").send);
+  EXPECT_TRUE(c.view().command_active);
+  for (const char* k : {"p", "a", "u", "s", "e"}) Press(c, k);
+  EXPECT_EQ(c.view().command_text, "pause");
+  const Effects fx = Press(c, "Enter");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.cmd, "pause");
+  EXPECT_FALSE(c.view().command_active);
+  EXPECT_EQ(c.view().message, "sent :pause …");
+}
+
+TEST(ConsoleController, KeysTypedIntoTheCommandLineDoNotAct) {
+  Controller c(false);
+  Press(c, ":");
+  EXPECT_FALSE(Press(c, "q").quit);  // 'q' is text here
+  Press(c, "Backspace");
+  Press(c, "2");
+  EXPECT_EQ(c.view().view, View::kOverview);
+  Press(c, "Esc");
+  EXPECT_FALSE(c.view().command_active);
+  EXPECT_TRUE(Press(c, "q").quit);
+}
+
+TEST(ConsoleController, BadCommandShowsErrorAndSendsNothing) {
+  Controller c(false);
+  Effects fx = TypeLine(c, "trace loud");
+  EXPECT_FALSE(fx.send);
+  EXPECT_TRUE(c.view().message_error);
+  EXPECT_EQ(c.view().message, "bad trace level 'loud': expected off|summary|full");
+  fx = TypeLine(c, "frobnicate");
+  EXPECT_FALSE(fx.send);
+  EXPECT_THAT(c.view().message, HasSubstr("unknown command 'frobnicate'"));
+}
+
+TEST(ConsoleController, StopAsksForConfirmation) {
+  Controller c(false);
+  Effects fx = TypeLine(c, "stop");
+  EXPECT_FALSE(fx.send);
+  EXPECT_EQ(c.view().confirm, "Really stop the engine? (y/n)");
+  fx = Press(c, "n");
+  EXPECT_FALSE(fx.send);
+  EXPECT_TRUE(c.view().confirm.empty());
+  EXPECT_EQ(c.view().message, ":stop cancelled");
+
+  TypeLine(c, "stop");
+  fx = Press(c, "y");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.cmd, "stop");
+
+  fx = TypeLine(c, "stop!");  // no question
+  ASSERT_TRUE(fx.send);
+  EXPECT_TRUE(c.view().confirm.empty());
+}
+
+TEST(ConsoleController, ViewsHelpAndQuit) {
+  Controller c(false);
+  Press(c, "2");
+  EXPECT_EQ(c.view().view, View::kKernels);
+  Press(c, "Tab");
+  EXPECT_EQ(c.view().view, View::kMemory);
+  Press(c, "5");
+  Press(c, "Tab");
+  EXPECT_EQ(c.view().view, View::kOverview);
+  Press(c, "BackTab");
+  EXPECT_EQ(c.view().view, View::kLog);
+  Press(c, "?");
+  EXPECT_TRUE(c.view().help);
+  EXPECT_FALSE(Press(c, "q").quit);  // q closes help first
+  EXPECT_FALSE(c.view().help);
+  Press(c, "?");
+  Press(c, "Esc");
+  EXPECT_FALSE(c.view().help);
+  EXPECT_TRUE(TypeLine(c, "quit").quit);
+  TypeLine(c, "help");
+  EXPECT_TRUE(c.view().help);
+}
+
+TEST(ConsoleController, ReplayKeysAndNoCommandsInReplay) {
+  Controller c(true);
+  EXPECT_EQ(Press(c, "Space").replay, ReplayAction::kPlayPause);
+  EXPECT_EQ(Press(c, "+").replay, ReplayAction::kFaster);
+  EXPECT_EQ(Press(c, "Left").replay, ReplayAction::kSeekBack);
+  EXPECT_EQ(Press(c, "End").replay, ReplayAction::kSeekEnd);
+  const Effects fx = TypeLine(c, "pause");
+  EXPECT_FALSE(fx.send);
+  EXPECT_TRUE(c.view().message_error);
+  Controller live(false);
+  EXPECT_FALSE(Press(live, "Space").replay);
+}
+
+TEST(ConsoleController, HistoryThroughTheController) {
+  Controller c(false);
+  TypeLine(c, "status");
+  Press(c, ":");
+  Press(c, "Up");
+  EXPECT_EQ(c.view().command_text, "status");
+  EXPECT_TRUE(Press(c, "Enter").send);
+}
+
+TEST(ConsoleController, LogScrolling) {
+  Controller c(false);
+  Press(c, "PageUp");
+  Press(c, "Up");
+  EXPECT_EQ(c.view().log_scroll, 11);
+  Press(c, "PageDown");
+  Press(c, "PageDown");
+  EXPECT_EQ(c.view().log_scroll, 0);
+}
+
+}  // namespace
+}  // namespace sy::console

@@ -1,0 +1,103 @@
+// A fixed, realistic Snapshot for the headless panel tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "console/collect/snapshot.h"
+#include "console/draw/grid.h"
+
+namespace sy::console::testing {
+
+inline Snapshot FixtureSnapshot() {
+  Snapshot s;
+  s.conn = ConnState::kLive;
+  s.have_meta = true;
+  s.run = "run-42";
+  s.meta.env.run = "run-42";
+  s.meta.model.preset = "tiny-moe";
+  s.meta.model.params = 12'300'000;
+  s.meta.model.layers = 4;
+  s.meta.model.experts = 8;
+  s.meta.model.top_k = 2;
+  s.meta.model.page_size = 16;
+  s.meta.model.dtype = "fp32";
+  s.meta.devices = 2;
+  s.meta.layout = "EP";
+  s.meta.trace_level = "full";
+  s.meta.workload = "poisson 20 req/s";
+  s.meta.kv_pages_per_device = 512;
+  s.meta.expert_device = {0, 0, 0, 0, 1, 1, 1, 1};
+  s.engine_state = "running";
+  s.trace_level = "full";
+  s.latest_step = 1234;
+  s.latest_t_us = 60'000'000;
+  for (int i = 0; i < 60; ++i) {
+    s.prefill_tps.push_back(1000.0 + 10 * i);
+    s.decode_tps.push_back(i % 10 * 100.0);
+    s.batch.push_back(i % 8);
+    s.running.push_back(8);
+    s.waiting.push_back(i % 3);
+  }
+  s.cur_prefill_tps = 12'345;
+  s.cur_decode_tps = 850;
+  s.cur_batch = 7;
+  s.cur_running = 8;
+  s.cur_waiting = 2;
+  s.finished_total = 1500;
+  s.generated_total = 45'600;
+  s.ttft = {12'340, 45'670, 200};
+  s.tpot = {850, 2'100, 180};
+
+  s.spans_step = 1234;
+  auto span = [](int dev, const char* name, const char* kind, int64_t start, int64_t dur) {
+    telemetry::Span sp;
+    sp.device = dev;
+    sp.layer = 0;
+    sp.name = name;
+    sp.kind = kind;
+    sp.start_us = start;
+    sp.dur_us = dur;
+    return sp;
+  };
+  // 1000 us step: compute 0-400, comm 400-600, compute 600-1000 (device 0);
+  // device 1 idles in the first half.
+  s.spans = {span(0, "attn", "compute", 0, 400), span(0, "all_to_all", "comm", 400, 200),
+             span(0, "moe_ffn", "compute", 600, 400), span(1, "all_to_all", "comm", 400, 200),
+             span(1, "moe_ffn", "compute", 600, 400)};
+  s.kstats_step = 1234;
+  s.top_kernels = {{"moe_ffn", "compute", 8, 800, 100, 200, 0.5},
+                   {"attn", "compute", 4, 400, 100, 120, 0.25},
+                   {"all_to_all", "comm", 4, 400, 100, 150, 0.25}};
+  s.kv = {{0, 128, 512, 5}, {1, 480, 512, 3}};
+  s.expert_window_steps = 64;
+  s.expert_counts = {{100, 0, 50, 25, 0, 0, 0, 10},
+                     {10, 10, 10, 10, 10, 10, 10, 10},
+                     {0, 0, 0, 0, 80, 80, 0, 0},
+                     {5, 5, 5, 5, 5, 5, 5, 5}};
+  s.expert_totals = {115, 15, 65, 40, 95, 95, 15, 25};
+  s.expert_device = s.meta.expert_device;
+  s.device_tokens = {235, 230};
+  s.log = {{1'500'000, LogLevel::kInfo, "lifecycle start: serving tiny-moe"},
+           {-1, LogLevel::kCommand, "> :pause"},
+           {2'000'000, LogLevel::kCommand, "command pause done: scheduler paused"},
+           {-1, LogLevel::kError, "< :trace loud failed: INVALID_ARGUMENT: bad level"}};
+  s.received = 12'345;
+  s.gaps = 0;
+  s.have_store = true;
+  s.store_written = 12'000;
+  s.store_dropped = 0;
+  s.db_path = "/tmp/runs.db";
+  return s;
+}
+
+// True when no row is wider than the grid (a Grid cannot overflow by
+// construction, but the text of each row must also not exceed it).
+inline bool RowsFit(const Grid& g) {
+  for (int y = 0; y < g.height(); ++y) {
+    if (DisplayWidth(g.Row(y)) != g.width()) return false;
+  }
+  return true;
+}
+
+}  // namespace sy::console::testing

@@ -1,0 +1,318 @@
+// Headless panel tests: a fixed Snapshot in, exact text out.
+#include "console/draw/views.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "console/input/command_line.h"
+#include "console/input/keymap.h"
+#include "tests/console/draw/fixture.h"
+
+namespace sy::console {
+namespace {
+
+using ::sy::console::testing::FixtureSnapshot;
+using ::sy::console::testing::RowsFit;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+std::string Text(const Grid& g) { return g.ToString(); }
+
+TEST(ConsoleDrawOverview, ShowsRatesLatencyAndRun) {
+  const Grid g = DrawOverview(FixtureSnapshot(), ViewState{}, Rect{0, 2, 80, 20});
+  ASSERT_EQ(g.width(), 80);
+  ASSERT_EQ(g.height(), 20);
+  EXPECT_EQ(g.Row(0).substr(0, 38), "Throughput, last 60s (engine time)    ");
+  EXPECT_THAT(g.Row(1), StartsWith("prefill    12.3k/s "));
+  EXPECT_THAT(g.Row(3), StartsWith("decode       850/s "));
+  EXPECT_THAT(g.Row(5), StartsWith("batch            7 "));
+  EXPECT_THAT(g.Row(6), StartsWith("running          8 "));
+  EXPECT_THAT(g.Row(7), StartsWith("waiting          2 "));
+  EXPECT_THAT(g.Row(9), StartsWith("Latency, last 200 requests"));
+  EXPECT_THAT(g.Row(10), StartsWith("TTFT     p50   12.34ms   p99   45.67ms"));
+  EXPECT_THAT(g.Row(11), StartsWith("TPOT     p50     850us   p99    2.10ms"));
+  EXPECT_THAT(g.Row(12), StartsWith("finished 1.5k   generated 45.6k   step 1234"));
+  EXPECT_THAT(g.Row(14),
+              StartsWith("Model    tiny-moe  12.3M params  4 layers  8 experts top-2  fp32"));
+  EXPECT_THAT(g.Row(15), StartsWith("Layout   EP on 2 devices  KV 512 pages/device x 16 tokens"));
+  EXPECT_THAT(g.Row(16), StartsWith("Workload poisson 20 req/s"));
+  // Charts: braille for token rates, blocks for the queue.
+  EXPECT_THAT(g.Row(2), HasSubstr("⣿"));
+  EXPECT_THAT(g.Row(7), HasSubstr("▄"));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawOverview, BeforeMetaSaysWaiting) {
+  Snapshot s;
+  const Grid g = DrawOverview(s, ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(Text(g), HasSubstr("waiting for the engine's meta message"));
+  EXPECT_THAT(g.Row(10), StartsWith("TTFT     p50         -   p99         -"));
+}
+
+TEST(ConsoleDrawKernels, LanesPerDeviceWithCommDistinct) {
+  const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 57, 20});
+  EXPECT_THAT(g.Row(0), StartsWith("Step 1234 timeline, 1.00ms   █ compute  ≈ comm  ▓ both"));
+  // 50-column lanes over 1000 us: 20 cols attn, 10 cols comm, 20 cols moe_ffn.
+  EXPECT_EQ(g.Row(1), "dev0 │" + std::string() + "████████████████████" + "≈≈≈≈≈≈≈≈≈≈" +
+                          "████████████████████" + "│");
+  EXPECT_EQ(g.Row(2), "dev1 │" + std::string() + "····················" + "≈≈≈≈≈≈≈≈≈≈" +
+                          "████████████████████" + "│");
+  EXPECT_EQ(g.at(6 + 20, 1).style.fg, Color::kMagenta);  // comm is magenta
+  EXPECT_NE(g.at(6, 1).style.fg, Color::kMagenta);
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawKernels, TopKernelsTable) {
+  const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(g.Row(4), StartsWith("Top kernels, step 1234, all devices"));
+  // name column = 80 - 41 = 39 wide.
+  EXPECT_EQ(g.Row(5), std::string("kernel") + std::string(33, ' ') +
+                          "kind      share count      mean       max");
+  EXPECT_EQ(g.Row(6), std::string("moe_ffn") + std::string(32, ' ') +
+                          "compute   50.0%     8     100us     200us");
+  EXPECT_EQ(g.Row(8), std::string("all_to_all") + std::string(29, ' ') +
+                          "comm      25.0%     4     100us     150us");
+}
+
+TEST(ConsoleDrawKernels, EmptyStatesExplainTheTraceLevel) {
+  Snapshot s;
+  const Grid g = DrawKernels(s, ViewState{}, Rect{0, 0, 100, 10});
+  EXPECT_THAT(g.Row(0),
+              StartsWith("No spans for the latest step: per-kernel timelines need ':trace full'."));
+  EXPECT_THAT(g.Row(2),
+              StartsWith("No kernel stats yet (trace level 'off'? try ':trace summary')."));
+}
+
+TEST(ConsoleDrawKernels, MoreDevicesThanRowsAreSummarised) {
+  Snapshot s = FixtureSnapshot();
+  for (int d = 2; d < 16; ++d) {
+    telemetry::Span sp;
+    sp.device = d;
+    sp.kind = "compute";
+    sp.name = "attn";
+    sp.dur_us = 10;
+    s.spans.push_back(sp);
+  }
+  const Grid g = DrawKernels(s, ViewState{}, Rect{0, 0, 80, 12});
+  EXPECT_THAT(Text(g), HasSubstr("… 10 more devices"));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawMemory, BarsPerDeviceAndTotal) {
+  const Grid g = DrawMemory(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_EQ(g.Row(0).substr(0, 48), "KV cache pages per device (1 page = 16 tokens)  ");
+  // bar 46 wide: 44 inside; 25% -> 11 full.
+  EXPECT_THAT(g.Row(1),
+              StartsWith("dev0  [" + std::string("███████████") +
+                         "░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░" + "]    128/512  25.0%  run 5"));
+  EXPECT_THAT(g.Row(2), StartsWith("dev1  ["));
+  EXPECT_THAT(g.Row(2), HasSubstr("480/512  93.8%  run 3"));
+  EXPECT_EQ(g.at(7, 2).style.fg, Color::kRed);  // > 90% full
+  EXPECT_EQ(g.at(7, 1).style.fg, Color::kGreen);
+  EXPECT_THAT(g.Row(4), StartsWith("total 608/1024 pages  59.4%   running 8  waiting 2"));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawExperts, HeatmapAndDeviceTotals) {
+  const Grid g = DrawExperts(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(g.Row(0), StartsWith("Routed tokens per layer x expert, last 64 steps"));
+  EXPECT_THAT(g.Row(1), StartsWith("     0           4 "));
+  // Layer 0: 100 is the hottest cell; 50 = half, 25 = quarter, 10 < quarter.
+  // Eight experts at 80 columns get 3-column cells.
+  EXPECT_THAT(g.Row(2), StartsWith("L0   ██ ·· ▓▓ ▒▒ ·· ·· ·· ░░  "));
+  EXPECT_THAT(g.Row(4), StartsWith("L2   ·· ·· ·· ·· ██ ██ ·· ··  "));
+  EXPECT_EQ(g.at(5, 2).style.fg, Color::kRed);  // the hottest cell
+  EXPECT_THAT(g.Row(7), StartsWith("Tokens per device (max/mean 1.01x)"));
+  EXPECT_THAT(g.Row(8), StartsWith("dev0  "));
+  EXPECT_THAT(g.Row(8), HasSubstr("235   50.5%"));
+  EXPECT_THAT(g.Row(9), HasSubstr("230   49.5%"));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawExperts, ManyExpertsAreGroupedToFit) {
+  Snapshot s = FixtureSnapshot();
+  s.expert_counts = {std::vector<int64_t>(256, 1)};
+  const Grid g = DrawExperts(s, ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(g.Row(1), StartsWith("x4   0"));  // 256 experts over 75 columns
+  EXPECT_EQ(g.Row(2).substr(0, 5) + "", "L0   ");
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawLog, NewestAtBottomAndScrolls) {
+  const Snapshot s = FixtureSnapshot();
+  Grid g = DrawLog(s, ViewState{}, Rect{0, 0, 70, 6});
+  EXPECT_THAT(g.Row(0), StartsWith("Log: 4 lines"));
+  EXPECT_EQ(g.Row(1), std::string(70, ' '));
+  EXPECT_THAT(g.Row(2), StartsWith("     1.5s lifecycle start: serving tiny-moe"));
+  EXPECT_THAT(g.Row(3), StartsWith("  console > :pause"));
+  EXPECT_THAT(g.Row(5), StartsWith("  console < :trace loud failed: INVALID_ARGUMENT: bad level"));
+  EXPECT_EQ(g.at(10, 5).style.fg, Color::kRed);
+
+  ViewState v;
+  v.log_scroll = 2;
+  g = DrawLog(s, v, Rect{0, 0, 70, 3});
+  EXPECT_THAT(g.Row(0), StartsWith("Log: 4 lines, scrolled up 2"));
+  EXPECT_THAT(g.Row(1), StartsWith("     1.5s lifecycle start"));
+  EXPECT_THAT(g.Row(2), StartsWith("  console > :pause"));
+  v.log_scroll = 99;  // clamped to the oldest page
+  g = DrawLog(s, v, Rect{0, 0, 70, 3});
+  EXPECT_THAT(g.Row(1), StartsWith("     1.5s lifecycle start"));
+}
+
+TEST(ConsoleDrawLog, LongLinesAreCutNotWrapped) {
+  Snapshot s;
+  s.log = {{-1, LogLevel::kInfo, std::string(200, 'x')}};
+  const Grid g = DrawLog(s, ViewState{}, Rect{0, 0, 40, 3});
+  EXPECT_EQ(g.Row(2), "  console " + std::string(29, 'x') + "…");
+  EXPECT_EQ(g.Row(1), std::string(40, ' '));
+}
+
+TEST(ConsoleDrawHeader, RunModelDevicesLayoutStateTrace) {
+  Snapshot s = FixtureSnapshot();
+  Grid g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0),
+              StartsWith(" switchyard  RUNNING  tiny-moe  2 dev EP  trace full  run run-42"));
+  s.paused = true;
+  s.engine_state = "paused";
+  g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), HasSubstr("  PAUSED  "));
+  s.conn = ConnState::kLost;
+  g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  LOST  tiny-moe"));
+  s.conn = ConnState::kReplay;
+  s.replay = ReplayClock{12.34, 60, 2, true};
+  g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  REPLAY 12.3s/60.0s x2 PLAYING  PAUSED"));
+  s.replay = ReplayClock{0, 60, 0.25, false};
+  g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), HasSubstr("REPLAY 0.0s/60.0s x0.25 PAUSED"));
+}
+
+TEST(ConsoleDrawStatus, ConnectionCountersAndStore) {
+  Snapshot s = FixtureSnapshot();
+  Grid g = DrawStatus(s, ViewState{}, 100);
+  EXPECT_THAT(g.Row(0), StartsWith(" ● live   msgs 12.3k  gaps 0  store drops 0  db /tmp/runs.db"));
+  s.conn = ConnState::kLost;
+  s.heartbeat_age_s = 3.25;
+  s.gaps = 5;
+  s.store_error = "RESOURCE_EXHAUSTED: disk full";
+  g = DrawStatus(s, ViewState{}, 120);
+  EXPECT_THAT(g.Row(0), StartsWith(" ● lost (3.2s since heartbeat)   msgs 12.3k  gaps 5  store "
+                                   "ERROR RESOURCE_EXHAUSTED: disk full  db /tmp/runs.db"));
+  s.conn = ConnState::kReplay;
+  g = DrawStatus(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), HasSubstr("replay /tmp/runs.db"));
+}
+
+TEST(ConsoleDrawHelp, ListsEveryKeyAndCommandAt80x24) {
+  ViewState v;
+  v.replay = true;
+  v.help = true;
+  const Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
+  const std::string text = Text(g);
+  EXPECT_EQ(HelpHeight(v, 80), 23);  // fits above the status line exactly
+  for (const KeyBinding& b : KeyTable()) {
+    EXPECT_THAT(text, HasSubstr(std::string(b.key) + std::string(9 - b.key.size(), ' ') +
+                                std::string(b.help)))
+        << b.key;
+  }
+  for (const CommandSpec& c : CommandTable()) {
+    EXPECT_THAT(text, HasSubstr(":" + std::string(c.name))) << c.name;
+  }
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawHelp, LiveModeLeavesReplayKeysOut) {
+  ViewState v;
+  v.help = true;
+  const std::string text = Text(DrawHelp(v, Rect{0, 0, 80, 23}));
+  EXPECT_THAT(text, HasSubstr("Tab      next view"));
+  EXPECT_THAT(text, Not(HasSubstr("seek back 10s")));
+}
+
+TEST(ConsoleDrawFrame, ComposesHeaderTabsViewCommandAndStatus) {
+  ViewState v;
+  v.view = View::kMemory;
+  const Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
+  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  RUNNING"));
+  EXPECT_THAT(g.Row(1), StartsWith(" 1 Overview  2 Kernels  3 Memory  4 Experts  5 Log "));
+  EXPECT_THAT(g.Row(1), HasSubstr(":cmd  ?help  q quit "));
+  EXPECT_EQ(g.at(27, 1).style.bg, Color::kCyan);  // "3 Memory" is the active tab
+  EXPECT_THAT(g.Row(2), StartsWith("KV cache pages per device"));
+  EXPECT_THAT(g.Row(22), StartsWith("press : for commands, ? for help"));
+  EXPECT_THAT(g.Row(23), StartsWith(" ● live "));
+}
+
+TEST(ConsoleDrawFrame, CommandLineConfirmAndMessages) {
+  ViewState v;
+  v.command_active = true;
+  v.command_text = "tr";
+  v.command_cursor = 2;
+  v.completions = {"trace", "trial"};
+  Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
+  EXPECT_THAT(g.Row(22), StartsWith(":tr   [trace trial]"));
+  EXPECT_EQ(g.at(3, 22).style.attrs & kReverse, kReverse);  // cursor cell
+  v = ViewState{};
+  v.confirm = "Really stop the engine? (y/n)";
+  g = DrawFrame(FixtureSnapshot(), v, 80, 24);
+  EXPECT_THAT(g.Row(22), StartsWith("Really stop the engine? (y/n)"));
+  v = ViewState{};
+  v.message = "unknown command 'x'";
+  v.message_error = true;
+  g = DrawFrame(FixtureSnapshot(), v, 80, 24);
+  EXPECT_THAT(g.Row(22), StartsWith("unknown command 'x'"));
+  EXPECT_EQ(g.at(0, 22).style.fg, Color::kRed);
+}
+
+TEST(ConsoleDrawFrame, EveryViewFitsEverySize) {
+  const Snapshot s = FixtureSnapshot();
+  const Snapshot empty;
+  const int sizes[][2] = {{80, 24}, {120, 40}, {200, 60}, {40, 8}, {41, 9},
+                          {39, 24}, {80, 7},   {1, 1},    {0, 0},  {300, 3}};
+  for (const auto& snap : {s, empty}) {
+    for (int view = 0; view < kViewCount; ++view) {
+      for (bool help : {false, true}) {
+        for (const auto& sz : sizes) {
+          ViewState v;
+          v.view = static_cast<View>(view);
+          v.help = help;
+          v.debug = true;
+          const Grid g = DrawFrame(snap, v, sz[0], sz[1]);
+          EXPECT_EQ(g.width(), sz[0]);
+          EXPECT_EQ(g.height(), sz[1]);
+          EXPECT_TRUE(RowsFit(g)) << view << " " << sz[0] << "x" << sz[1];
+        }
+      }
+    }
+  }
+}
+
+TEST(ConsoleDrawFrame, TooSmallSaysSo) {
+  const Grid g = DrawFrame(FixtureSnapshot(), ViewState{}, 39, 10);
+  EXPECT_THAT(g.Row(0), StartsWith("terminal too small"));
+  EXPECT_THAT(g.Row(1), StartsWith("need 40x8"));
+}
+
+TEST(ConsoleDrawFrame, ResizeRedrawsToTheNewSize) {
+  ViewState v;
+  v.view = View::kKernels;
+  const Snapshot s = FixtureSnapshot();
+  const Grid big = DrawFrame(s, v, 120, 30);
+  const Grid small = DrawFrame(s, v, 80, 24);
+  // The lane stretches with the width; the status line stays on the last row.
+  EXPECT_EQ(DisplayWidth(big.Row(3)), 120);
+  EXPECT_THAT(big.Row(3), HasSubstr("│"));
+  EXPECT_THAT(small.Row(23), StartsWith(" ● live"));
+  EXPECT_THAT(big.Row(29), StartsWith(" ● live"));
+}
+
+TEST(ConsoleViewNames, ParseAndTitle) {
+  EXPECT_EQ(ParseView("Kernels"), View::kKernels);
+  EXPECT_EQ(ParseView("log"), View::kLog);
+  EXPECT_EQ(ParseView("nope"), std::nullopt);
+  EXPECT_STREQ(ViewTitle(View::kExperts), "Experts");
+}
+
+}  // namespace
+}  // namespace sy::console

@@ -1,0 +1,174 @@
+#include "console/input/command_line.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/status_matchers.h"
+
+namespace sy::console {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(ConsoleCommandParse, EngineCommandsBuildRequests) {
+  auto c = ParseCommand("  pause ");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->name, "pause");
+  EXPECT_EQ(c->request.cmd, "pause");
+  EXPECT_EQ(c->request.args, nlohmann::json::object());
+  EXPECT_TRUE(c->request.id.is_null());
+  EXPECT_FALSE(c->local);
+  EXPECT_FALSE(c->needs_confirm);
+
+  c = ParseCommand("trace full");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.args, (nlohmann::json{{"level", "full"}}));
+  EXPECT_EQ(c->text, "trace full");
+  for (const char* cmd : {"resume", "status", "describe"}) {
+    ASSERT_THAT(ParseCommand(cmd), IsOk()) << cmd;
+  }
+}
+
+TEST(ConsoleCommandParse, UnknownCommandListsKnownOnes) {
+  EXPECT_THAT(ParseCommand("explode"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("unknown command 'explode' (try: pause, resume, trace")));
+  EXPECT_THAT(ParseCommand(""), StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty command")));
+  EXPECT_THAT(ParseCommand("PAUSE"), StatusIs(StatusCode::kInvalidArgument));
+}
+
+TEST(ConsoleCommandParse, TraceLevelIsValidated) {
+  EXPECT_THAT(
+      ParseCommand("trace loud"),
+      StatusIs(StatusCode::kInvalidArgument, "bad trace level 'loud': expected off|summary|full"));
+  EXPECT_THAT(ParseCommand("trace"),
+              StatusIs(StatusCode::kInvalidArgument, "trace needs a level: off|summary|full"));
+  EXPECT_THAT(ParseCommand("trace full now"), StatusIs(StatusCode::kInvalidArgument));
+}
+
+TEST(ConsoleCommandParse, ExtraArgumentsAreRefused) {
+  EXPECT_THAT(ParseCommand("pause 5"),
+              StatusIs(StatusCode::kInvalidArgument, "pause takes no arguments (got '5')"));
+}
+
+TEST(ConsoleCommandParse, StopAsksUnlessBang) {
+  auto c = ParseCommand("stop");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_TRUE(c->needs_confirm);
+  c = ParseCommand("stop!");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_FALSE(c->needs_confirm);
+  EXPECT_EQ(c->request.cmd, "stop");
+  EXPECT_EQ(c->text, "stop!");
+  EXPECT_THAT(ParseCommand("pause!"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("'!'")));
+}
+
+TEST(ConsoleCommandParse, LocalCommands) {
+  auto c = ParseCommand("quit");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_TRUE(c->local);
+  ASSERT_THAT(ParseCommand("help"), IsOk());
+}
+
+TEST(ConsoleCommandComplete, CommandNames) {
+  Completion c = Complete("pa");
+  EXPECT_EQ(c.line, "pause");
+  EXPECT_THAT(c.candidates, ElementsAre("pause"));
+  c = Complete("tr");
+  EXPECT_EQ(c.line, "trace ");  // takes an argument: trailing space
+  c = Complete("s");
+  EXPECT_EQ(c.line, "st");  // status, stop: common prefix
+  EXPECT_THAT(c.candidates, ElementsAre("status", "stop"));
+  c = Complete("");
+  EXPECT_EQ(c.candidates.size(), CommandTable().size());
+  c = Complete("zz");
+  EXPECT_EQ(c.line, "zz");
+  EXPECT_THAT(c.candidates, IsEmpty());
+}
+
+TEST(ConsoleCommandComplete, TraceLevels) {
+  EXPECT_EQ(Complete("trace f").line, "trace full");
+  EXPECT_EQ(Complete("trace s").line, "trace summary");
+  Completion c = Complete("trace ");
+  EXPECT_THAT(c.candidates, ElementsAre("off", "summary", "full"));
+  EXPECT_EQ(Complete("pause x").line, "pause x");
+}
+
+Key K(const char* name) { return Key{name}; }
+
+void Type(CommandLineEditor& e, const std::string& s) {
+  for (char c : s) e.HandleKey(c == ' ' ? K("Space") : Key{std::string(1, c)});
+}
+
+TEST(ConsoleCommandEditor, TypingEditingAndSubmit) {
+  CommandLineEditor e;
+  e.Open();
+  Type(e, "pase");
+  e.HandleKey(K("Left"));
+  e.HandleKey(K("Left"));
+  Type(e, "u");
+  EXPECT_EQ(e.text(), "pause");
+  EXPECT_EQ(e.cursor(), 3);
+  e.HandleKey(K("End"));
+  e.HandleKey(K("Backspace"));
+  EXPECT_EQ(e.text(), "paus");
+  e.HandleKey(K("Home"));
+  e.HandleKey(K("Delete"));
+  EXPECT_EQ(e.text(), "aus");
+  e.HandleKey(K("F5"));  // unknown named keys are ignored
+  EXPECT_EQ(e.text(), "aus");
+  EXPECT_EQ(e.HandleKey(K("Enter")), CommandLineEditor::Outcome::kSubmit);
+  EXPECT_EQ(e.HandleKey(K("Esc")), CommandLineEditor::Outcome::kCancel);
+}
+
+TEST(ConsoleCommandEditor, TabCompletesAndShowsCandidates) {
+  CommandLineEditor e;
+  e.Open();
+  Type(e, "s");
+  e.HandleKey(K("Tab"));
+  EXPECT_EQ(e.text(), "st");
+  EXPECT_THAT(e.candidates(), ElementsAre("status", "stop"));
+  Type(e, "o");
+  EXPECT_THAT(e.candidates(), IsEmpty());
+  e.HandleKey(K("Tab"));
+  EXPECT_EQ(e.text(), "stop");
+}
+
+TEST(ConsoleCommandEditor, HistoryUpDownKeepsDraft) {
+  CommandLineEditor e;
+  e.Remember("pause");
+  e.Remember("trace full");
+  e.Remember("trace full");  // duplicate skipped
+  e.Open();
+  Type(e, "dr");
+  e.HandleKey(K("Up"));
+  EXPECT_EQ(e.text(), "trace full");
+  e.HandleKey(K("Up"));
+  EXPECT_EQ(e.text(), "pause");
+  e.HandleKey(K("Up"));  // stays at the oldest
+  EXPECT_EQ(e.text(), "pause");
+  e.HandleKey(K("Down"));
+  e.HandleKey(K("Down"));
+  EXPECT_EQ(e.text(), "dr");
+}
+
+TEST(ConsoleCommandEditor, BackspaceOnEmptyLineCancels) {
+  CommandLineEditor e;
+  e.Open();
+  EXPECT_EQ(e.HandleKey(K("Backspace")), CommandLineEditor::Outcome::kCancel);
+}
+
+TEST(ConsoleCommandEditor, Utf8Input) {
+  CommandLineEditor e;
+  e.Open();
+  e.HandleKey(Key{"é"});
+  e.HandleKey(Key{"x"});
+  e.HandleKey(K("Left"));
+  e.HandleKey(K("Backspace"));
+  EXPECT_EQ(e.text(), "x");
+}
+
+}  // namespace
+}  // namespace sy::console
