@@ -88,7 +88,8 @@ class Proc:
                                  + self.tail())
 
     def tail(self, n=40):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path, "rb") as f:
             return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
 

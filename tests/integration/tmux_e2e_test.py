@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The README's main command in a real terminal.
+
+Runs scripts/run inside tmux (80x24, the smallest size we promise), reads the
+screen with capture-pane, checks the dashboard moves, sends `:pause` and
+`:resume` as an operator would and checks both the screen and the engine's own
+status, looks at the kernel lanes of all 4 devices, quits with `q`, and then
+checks that no engine is left behind and the run is recorded.
+"""
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Tmux:
+    def __init__(self, tmp):
+        self.sock = os.path.join(tmp, "tmux.sock")
+
+    def run(self, *args, check=True):
+        return subprocess.run(["tmux", "-S", self.sock, *args], check=check,
+                              capture_output=True, text=True)
+
+    def screen(self):
+        r = self.run("capture-pane", "-p", "-t", "sy", check=False)
+        return r.stdout if r.returncode == 0 else ""
+
+    def keys(self, *keys):
+        self.run("send-keys", "-t", "sy", *keys)
+
+    def alive(self):
+        return self.run("has-session", "-t", "sy", check=False).returncode == 0
+
+
+def wait_screen(tmux, pattern, timeout, what):
+    try:
+        return harness.wait_for(lambda: re.search(pattern, tmux.screen()), timeout, what)
+    except AssertionError:
+        print("---- screen ----\n" + tmux.screen(), file=sys.stderr)
+        raise
+
+
+def main():
+    tmp = harness.tmpdir()
+    tel, ctl = harness.endpoints()
+    db = os.path.join(tmp, "runs.db")
+    env = dict(os.environ, SWITCHYARD_TELEMETRY=tel, SWITCHYARD_CONTROL=ctl, SWITCHYARD_DB=db,
+               SWITCHYARD_BUILD_DIR=harness.build_dir(), SWITCHYARD_NO_BUILD="1",
+               XDG_DATA_HOME=tmp, TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8")
+    tmux = Tmux(tmp)
+    cmd = f"{ROOT}/scripts/run --rate 30; echo SCRIPT-EXIT=$?; sleep 30"
+    subprocess.run(["tmux", "-S", tmux.sock, "new-session", "-d", "-s", "sy", "-x", "80",
+                    "-y", "24", cmd], check=True, env=env)
+    control = harness.Control(ctl)
+    try:
+        wait_screen(tmux, r"RUNNING", 30, "dashboard header RUNNING")
+        # Moving numbers: the step counter on screen advances.
+        first = tmux.screen()
+        time.sleep(1.5)
+        assert tmux.screen() != first, "screen did not change in 1.5 s:\n" + first
+
+        tmux.keys(":")
+        tmux.keys("pause", "Enter")
+        wait_screen(tmux, r"PAUSED", 10, "header PAUSED after :pause")
+        st = control.call("status")
+        assert st["ok"] and st["result"]["state"] == "paused", st
+        step = st["result"]["step"]
+        time.sleep(0.5)
+        assert control.call("status")["result"]["step"] == step, "engine kept stepping while paused"
+
+        tmux.keys(":")
+        tmux.keys("resume", "Enter")
+        wait_screen(tmux, r"RUNNING", 10, "header RUNNING after :resume")
+        harness.wait_for(lambda: control.call("status")["result"]["step"] > step, 10,
+                         "engine to step again")
+
+        tmux.keys("2")  # kernels view: one lane per device
+        for d in range(4):
+            wait_screen(tmux, rf"(dev|d|gpu)\s?{d}\b", 10, f"kernel lane of device {d}")
+        tmux.keys("q")
+        wait_screen(tmux, r"SCRIPT-EXIT=0", 20, "scripts/run to exit 0 after q")
+    finally:
+        control.close()
+        screen = tmux.screen()
+        tmux.run("kill-server", check=False)
+
+    # q left no engine behind: its control port can be bound again.
+    import zmq
+    s = zmq.Context.instance().socket(zmq.ROUTER)
+    try:
+        harness.wait_for(lambda: _can_bind(s, ctl), 10, "engine to release its port")
+    finally:
+        s.close(0)
+    leftover = subprocess.run(["pgrep", "-f", f"moe-engine.*{ctl}"], capture_output=True,
+                              text=True).stdout.strip()
+    assert not leftover, f"engine processes left behind: {leftover}\n{screen}"
+
+    c = sqlite3.connect(db)
+    runs = c.execute("select id, n_steps from runs").fetchall()
+    assert len(runs) == 1 and runs[0][1] > 0, runs
+    print(f"ok: dashboard ran, paused and resumed; run {runs[0][0]} recorded "
+          f"with {runs[0][1]} steps")
+
+
+def _can_bind(sock, endpoint):
+    try:
+        sock.bind(endpoint)
+        return True
+    except Exception:  # zmq.ZMQError: address in use
+        return False
+
+
+if __name__ == "__main__":
+    main()
