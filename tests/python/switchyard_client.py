@@ -14,8 +14,8 @@ Needs only the Python 3 standard library and pyzmq (Debian: python3-zmq).
         --expect-topics meta,step,occupancy,experts,heartbeat \\
         --seconds 10 --command status --command 'trace {"level":"full"}'
 
-Commands are sent first, then the streams are checked, so a command such as
-trace takes effect on what is checked.
+Commands are sent once the subscription is live (after the first message), so
+a command such as trace, and the command events, show in what is checked.
 
 Exit status 0 only if every expected topic was received at least once, no
 message failed validation, and every command got an "ok": true reply.
@@ -183,7 +183,13 @@ class GapCounter:
         self.last[topic] = (run, seq)
 
 
-def listen(endpoint, expected, seconds, verbose):
+def listen(endpoint, expected, seconds, verbose, on_first=None):
+    """Validates messages until every expected topic was seen or time is up.
+
+    on_first() runs once, after the first message arrives: the subscription is
+    live from then on (PUB/SUB drops what is sent before a subscriber joins),
+    so what it triggers (command events, trace changes) is observed.
+    """
     ctx = zmq.Context.instance()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
@@ -200,6 +206,9 @@ def listen(endpoint, expected, seconds, verbose):
             if not sub.poll(min(left_ms, 200)):
                 continue
             frames = sub.recv_multipart()
+            if on_first is not None:
+                on_first()
+                on_first = None
             if len(frames) != 2:
                 errors.append(f"message with {len(frames)} frames, expected 2")
                 continue
@@ -286,23 +295,25 @@ def main(argv=None):
         ap.error(f"unknown topics in --expect-topics: {unknown}")
 
     failures = []
-    for i, (cmd, args) in enumerate(opts.command, start=1):
-        try:
-            reply = call(opts.control, cmd, args, i, opts.timeout)
-        except (TimeoutError, ValueError) as e:
-            failures.append(f"command {cmd!r}: {e}")
-            print(f"command {cmd} -> {e}")
-            continue
-        print(f"command {cmd} {json.dumps(args)} -> {json.dumps(reply)}")
-        bad = check_reply(reply, i)
-        if bad:
-            failures.append(f"command {cmd!r}: malformed reply: {'; '.join(bad)}")
-        elif not reply["ok"]:
-            failures.append(f"command {cmd!r} failed: {reply['error']['code']}: "
-                            f"{reply['error']['message']}")
+
+    def send_commands():
+        for i, (cmd, args) in enumerate(opts.command, start=1):
+            try:
+                reply = call(opts.control, cmd, args, i, opts.timeout)
+            except (TimeoutError, ValueError) as e:
+                failures.append(f"command {cmd!r}: {e}")
+                print(f"command {cmd} -> {e}")
+                continue
+            print(f"command {cmd} {json.dumps(args)} -> {json.dumps(reply)}")
+            bad = check_reply(reply, i)
+            if bad:
+                failures.append(f"command {cmd!r}: malformed reply: {'; '.join(bad)}")
+            elif not reply["ok"]:
+                failures.append(f"command {cmd!r} failed: {reply['error']['code']}: "
+                                f"{reply['error']['message']}")
 
     counts, errors, gaps, heartbeat = listen(opts.telemetry, expected, opts.seconds,
-                                             opts.verbose)
+                                             opts.verbose, on_first=send_commands)
     print(f"telemetry {opts.telemetry}:")
     for topic in TOPICS:
         mark = "expected" if topic in expected else ""
