@@ -1,0 +1,77 @@
+// File: engine/scheduler/request.h
+//
+// Request: one generation request as the scheduler tracks it, from arrival to
+// finish. A plain value owned by the Scheduler; a finished Request is handed
+// back to the caller by Scheduler::Commit.
+//
+// Token bookkeeping (the same for fresh and preempted requests):
+//   tokens()     = prompt followed by generated
+//   computed     = how many of tokens() have K/V in the request's pages
+// A step feeds tokens()[computed, ...). While more than one token is
+// outstanding (or nothing was generated yet) the request is in prefill and may
+// be chunked; afterwards each step feeds exactly the last generated token
+// (decode). A preempted request keeps its generated tokens and drops its
+// pages (computed = 0): it is recomputed later by prefilling prompt+generated.
+//
+// Times are microseconds since the run's epoch (the caller's clock), so tests
+// can inject them.
+//
+// Thread-safety: a value; the Scheduler is single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace sy::engine {
+
+enum class RequestState { kWaiting, kRunning, kFinished };
+enum class FinishReason { kNone, kEos, kLength };
+
+// "eos" | "length" | "" : the wire names of RequestDone.finish.
+std::string_view FinishReasonName(FinishReason reason);
+
+// What a client asks for.
+struct RequestSpec {
+  std::vector<int32_t> prompt;  // token ids; non-empty, each < vocab
+  int max_new_tokens = 64;      // >= 1; further capped by the model's max_seq
+  float temperature = 0.0f;     // 0: greedy
+  uint64_t seed = 0;            // sampling seed; same seed -> same tokens
+  bool ignore_eos = false;      // generate exactly max_new_tokens (benchmarks)
+};
+
+struct Request {
+  int64_t id = 0;
+  RequestSpec spec;
+  RequestState state = RequestState::kWaiting;
+  FinishReason finish = FinishReason::kNone;
+
+  int device = -1;             // home device while running (DP attention rank)
+  std::vector<int32_t> pages;  // page table on `device`
+  std::vector<int32_t> generated;
+  int computed = 0;  // tokens with K/V in `pages`
+  int preemptions = 0;
+
+  int64_t arrival_us = 0;
+  int64_t first_token_us = -1;  // -1 until the first token is sampled
+  int64_t finish_us = -1;
+
+  int prompt_len() const { return static_cast<int>(spec.prompt.size()); }
+  int total_len() const { return prompt_len() + static_cast<int>(generated.size()); }
+  int32_t token_at(int pos) const {
+    return pos < prompt_len() ? spec.prompt[pos] : generated[pos - prompt_len()];
+  }
+  // True while the next step would feed more than the last generated token.
+  bool in_prefill() const { return generated.empty() || computed < total_len() - 1; }
+
+  // Latency metrics; REQUIRES: state == kFinished.
+  int64_t ttft_us() const { return first_token_us - arrival_us; }
+  int64_t e2e_us() const { return finish_us - arrival_us; }
+  // Mean time between output tokens after the first (0 with one token).
+  int64_t tpot_us() const {
+    const int64_t n = static_cast<int64_t>(generated.size());
+    return n > 1 ? (finish_us - first_token_us) / (n - 1) : 0;
+  }
+};
+
+}  // namespace sy::engine

@@ -1,0 +1,270 @@
+// File: engine/scheduler/scheduler.cc
+#include "engine/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <utility>
+
+namespace sy::engine {
+
+std::string_view FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kEos:
+      return "eos";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kNone:
+      break;
+  }
+  return "";
+}
+
+Status SchedulerOptions::Validate() const {
+  if (max_batch_tokens < 1) return InvalidArgument("max_batch_tokens must be >= 1");
+  if (max_running < 1) return InvalidArgument("max_running must be >= 1");
+  if (max_running > max_batch_tokens) {
+    return InvalidArgument("max_running (" + std::to_string(max_running) +
+                           ") must be <= max_batch_tokens (" + std::to_string(max_batch_tokens) +
+                           ") so every decode token fits in a step");
+  }
+  if (admission_reserve_pages < 0) return InvalidArgument("admission_reserve_pages must be >= 0");
+  if (max_seq < 2) return InvalidArgument("max_seq must be >= 2");
+  if (vocab < 1) return InvalidArgument("vocab must be >= 1");
+  return Status::Ok();
+}
+
+namespace {
+
+// SplitMix64 finaliser: a per-position sampling seed, so a recomputed
+// (preempted) request samples the same tokens again.
+uint64_t MixSeed(uint64_t seed, uint64_t pos) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (pos + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools)
+    : options_(options), pools_(std::move(pools)) {
+  assert(options_.Validate().ok());
+  assert(!pools_.empty());
+  page_size_ = pools_.front()->page_size();
+  for ([[maybe_unused]] KvPool* p : pools_) assert(p->page_size() == page_size_);
+}
+
+Scheduler::~Scheduler() {
+  for (auto& r : running_) pools_[r->device]->Free(r->pages);
+}
+
+int Scheduler::running_on(int device) const {
+  return static_cast<int>(std::count_if(running_.begin(), running_.end(),
+                                        [device](const auto& r) { return r->device == device; }));
+}
+
+Result<int64_t> Scheduler::Submit(RequestSpec spec, int64_t arrival_us) {
+  const int prompt = static_cast<int>(spec.prompt.size());
+  if (prompt == 0) return InvalidArgument("prompt is empty");
+  for (size_t i = 0; i < spec.prompt.size(); ++i) {
+    if (spec.prompt[i] < 0 || spec.prompt[i] >= options_.vocab) {
+      return InvalidArgument("prompt token " + std::to_string(i) + " is " +
+                             std::to_string(spec.prompt[i]) + ", outside the vocab [0, " +
+                             std::to_string(options_.vocab) + ")");
+    }
+  }
+  if (prompt >= options_.max_seq) {
+    return InvalidArgument("prompt of " + std::to_string(prompt) +
+                           " tokens leaves no room under max_seq " +
+                           std::to_string(options_.max_seq));
+  }
+  if (spec.max_new_tokens < 1) return InvalidArgument("max_new_tokens must be >= 1");
+  // The last sampled token is never fed back, so K/V covers total - 1 positions.
+  const int64_t total = std::min<int64_t>(int64_t{prompt} + spec.max_new_tokens, options_.max_seq);
+  const int need = KvPool::PagesFor(static_cast<int>(total - 1), page_size_);
+  int largest = 0;
+  for (KvPool* p : pools_) largest = std::max(largest, p->num_pages());
+  if (need > largest) {
+    return InvalidArgument("request needs up to " + std::to_string(need) +
+                           " KV pages but a device pool holds " + std::to_string(largest));
+  }
+  auto r = std::make_unique<Request>();
+  r->id = next_id_++;
+  r->spec = std::move(spec);
+  r->arrival_us = arrival_us;
+  waiting_.push_back(std::move(r));
+  return waiting_.back()->id;
+}
+
+int Scheduler::PickDevice() const {
+  int best = 0;
+  for (int d = 1; d < devices(); ++d) {
+    const int fd = pools_[d]->free_pages(), fb = pools_[best]->free_pages();
+    if (fd > fb || (fd == fb && running_on(d) < running_on(best))) best = d;
+  }
+  return best;
+}
+
+void Scheduler::Preempt(Request* r) {
+  pools_[r->device]->Free(r->pages);
+  r->pages.clear();
+  r->computed = 0;
+  r->device = -1;
+  r->state = RequestState::kWaiting;
+  ++r->preemptions;
+  ++preempted_total_;
+  ++last_plan_.preempted;
+  auto it =
+      std::find_if(running_.begin(), running_.end(), [r](const auto& p) { return p.get() == r; });
+  assert(it != running_.end());
+  // Head of the queue: it arrived before anything still waiting.
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+}
+
+bool Scheduler::EnsurePages(Request* r, int positions) {
+  const int need = KvPool::PagesFor(positions, page_size_) - static_cast<int>(r->pages.size());
+  if (need <= 0) return true;
+  KvPool* pool = pools_[r->device];
+  while (pool->free_pages() < need) {
+    // Newest running request on this device; admission order makes it the last.
+    Request* victim = nullptr;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      if ((*it)->device == r->device) {
+        victim = it->get();
+        break;
+      }
+    }
+    assert(victim != nullptr);
+    const bool self = victim == r;
+    Preempt(victim);
+    if (self) return false;
+  }
+  const Status s = pool->Allocate(need, &r->pages);
+  assert(s.ok());
+  s.IgnoreError();
+  return true;
+}
+
+void Scheduler::AddSeq(BatchInput* batch, Request* req, int n) {
+  const Request& r = *req;
+  SeqInput s;
+  s.request_id = r.id;
+  s.device = r.device;
+  s.start_pos = r.computed;
+  s.tokens.reserve(n);
+  for (int p = r.computed; p < r.computed + n; ++p) s.tokens.push_back(r.token_at(p));
+  s.pages = r.pages;
+  s.sample = r.computed + n == r.total_len();
+  s.temperature = r.spec.temperature;
+  s.sample_seed = MixSeed(r.spec.seed, static_cast<uint64_t>(r.computed + n));
+  planned_.push_back({req, n, s.sample});
+  batch->seqs.push_back(std::move(s));
+}
+
+BatchInput Scheduler::Plan() {
+  BatchInput batch;
+  batch.step = step_;
+  planned_.clear();
+  last_plan_ = PlanStats{};
+  int budget = options_.max_batch_tokens;
+
+  // 1. Decode first. Iterate over a snapshot: preemption edits running_.
+  std::vector<Request*> order;
+  for (auto& r : running_) order.push_back(r.get());
+  for (Request* r : order) {
+    if (r->state != RequestState::kRunning || r->in_prefill() || budget == 0) continue;
+    if (!EnsurePages(r, r->computed + 1)) continue;
+    AddSeq(&batch, r, 1);
+    --budget;
+    ++last_plan_.decode_tokens;
+  }
+
+  // 2. Continue chunked prefills of running requests, oldest first.
+  for (auto& r : running_) {
+    if (!r->in_prefill() || budget == 0) continue;
+    const int n = std::min(budget, r->total_len() - r->computed);
+    AddSeq(&batch, r.get(), n);
+    budget -= n;
+    last_plan_.prefill_tokens += n;
+  }
+
+  // 3. Admit FCFS. Pages for the whole (re)prefill are taken now, so a chunked
+  // prompt never stalls halfway for lack of pages.
+  while (last_plan_.preempted == 0 && budget > 0 && !waiting_.empty() &&
+         running() < options_.max_running) {
+    Request* r = waiting_.front().get();
+    const int d = PickDevice();
+    KvPool* pool = pools_[d];
+    const int need = KvPool::PagesFor(r->total_len(), page_size_);
+    const bool alone = running_on(d) == 0;
+    if (pool->free_pages() - need < (alone ? 0 : options_.admission_reserve_pages)) break;
+    r->device = d;
+    const Status s = pool->Allocate(need, &r->pages);
+    assert(s.ok());
+    s.IgnoreError();
+    r->state = RequestState::kRunning;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    ++last_plan_.admitted;
+    const int n = std::min(budget, r->total_len() - r->computed);
+    AddSeq(&batch, r, n);
+    budget -= n;
+    last_plan_.prefill_tokens += n;
+  }
+  last_plan_.batch_requests = static_cast<int>(batch.seqs.size());
+  return batch;
+}
+
+Result<std::vector<Request>> Scheduler::Commit(const StepOutput& out, int64_t now_us) {
+  if (out.outputs.size() != planned_.size()) {
+    return Internal("step output has " + std::to_string(out.outputs.size()) +
+                    " seqs, the planned batch " + std::to_string(planned_.size()));
+  }
+  for (size_t i = 0; i < planned_.size(); ++i) {
+    const Planned& p = planned_[i];
+    if (out.outputs[i].request_id != p.request->id) {
+      return Internal("step output " + std::to_string(i) + " is for request " +
+                      std::to_string(out.outputs[i].request_id) + ", planned " +
+                      std::to_string(p.request->id));
+    }
+    const int32_t token = out.outputs[i].next_token;
+    if (p.sample && (token < 0 || token >= options_.vocab)) {
+      return Internal("step sampled token " + std::to_string(token) + " for request " +
+                      std::to_string(p.request->id) + ", outside the vocab");
+    }
+  }
+  std::vector<Request> finished;
+  for (const Planned& p : planned_) {
+    Request* r = p.request;
+    r->computed += p.tokens;
+    if (!p.sample) continue;
+    const int32_t token = out.outputs[&p - planned_.data()].next_token;
+    r->generated.push_back(token);
+    ++generated_total_;
+    if (r->first_token_us < 0) r->first_token_us = now_us;
+    if (token == options_.eos_token && !r->spec.ignore_eos) {
+      r->finish = FinishReason::kEos;
+    } else if (static_cast<int>(r->generated.size()) >= r->spec.max_new_tokens ||
+               r->total_len() >= options_.max_seq) {
+      r->finish = FinishReason::kLength;
+    }
+    if (r->finish == FinishReason::kNone) continue;
+    r->finish_us = now_us;
+    r->state = RequestState::kFinished;
+    pools_[r->device]->Free(r->pages);
+    r->pages.clear();
+    auto it =
+        std::find_if(running_.begin(), running_.end(), [r](const auto& q) { return q.get() == r; });
+    assert(it != running_.end());
+    finished.push_back(std::move(**it));
+    running_.erase(it);
+    ++finished_total_;
+  }
+  planned_.clear();
+  ++step_;
+  return finished;
+}
+
+}  // namespace sy::engine

@@ -1,0 +1,70 @@
+// File: engine/server/bench.h
+//
+// `moe-engine bench`: in-process throughput figures for one preset.
+//   (a) decode tokens/s at each batch size: B requests are prefilled, then N
+//       decode steps of exactly B tokens are timed (trace off, no sockets).
+//   (b) serving tokens/s of the whole Engine (scheduler, model, telemetry) on
+//       the same burst workload with tracing off and with tracing full; the
+//       Publisher binds an ipc:// endpoint with no subscriber, so encoding and
+//       sending every span counts. full/off is the tracing overhead.
+//
+// Thread-safety: RunBench uses its own runners and engines; call from one thread.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sy::engine {
+
+struct BenchOptions {
+  std::string model = "tiny";
+  int devices = 4;
+  uint64_t seed = 1;
+  std::vector<int> batches = {1, 64};
+  int steps = 32;       // timed decode steps per batch size
+  int prompt_len = 32;  // prompt tokens of every decode-bench request
+  bool trace_compare = true;
+  int serve_requests = 64;  // burst size of the tracing comparison
+  int serve_output = 32;    // tokens generated per request there
+  // Off and full runs alternate this many times; the best of each counts, so
+  // a noisy neighbour on a shared machine hurts both sides alike.
+  int serve_repeats = 2;
+};
+
+struct DecodeResult {
+  int batch = 0;
+  int steps = 0;
+  double tokens_per_s = 0;
+  double step_ms = 0;
+};
+
+struct ServeResult {
+  std::string trace;  // "off" | "full"
+  int64_t generated = 0;
+  int64_t steps = 0;
+  double seconds = 0;
+  double tokens_per_s = 0;
+  int64_t dropped = 0;
+};
+
+struct BenchReport {
+  std::string model;
+  int devices = 0;
+  std::vector<DecodeResult> decode;
+  std::vector<ServeResult> serve;  // empty unless trace_compare
+  // tokens/s with tracing full divided by tokens/s with tracing off.
+  double full_over_off = 0;
+};
+
+// INVALID_ARGUMENT for bad options (unknown preset, batch < 1, ...);
+// UNAVAILABLE if the scratch ipc endpoints cannot be bound.
+Result<BenchReport> RunBench(const BenchOptions& options);
+
+// A human-readable table, then one line of JSON (the machine-readable result).
+void PrintBench(const BenchReport& report, std::ostream& out);
+
+}  // namespace sy::engine

@@ -1,0 +1,109 @@
+// File: engine/server/commands.cc
+//
+// The Engine's command handlers. Each runs between steps on the loop thread,
+// validates everything before changing anything, and never throws: a JSON
+// exception from a hand-crafted request becomes an error reply.
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "engine/server/engine.h"
+
+namespace sy::engine {
+namespace {
+
+using nlohmann::json;
+
+std::string KnownCommands() {
+  std::string s;
+  for (std::string_view c : telemetry::kCommands) {
+    if (!s.empty()) s += ", ";
+    s += c;
+  }
+  return s;
+}
+
+}  // namespace
+
+json Engine::DescribeJson() const {
+  json j = telemetry::ToJson(BuildMeta());
+  // docs/PROTOCOL.md 7.4: the meta body without the stream envelope.
+  for (const char* field : {"v", "run", "seq", "t"}) j.erase(field);
+  return j;
+}
+
+json Engine::StatusJson() const {
+  return {{"state", StateName()},
+          {"step", scheduler_->step()},
+          {"running", scheduler_->running()},
+          {"waiting", scheduler_->waiting()},
+          {"finished", scheduler_->finished_total()},
+          {"generated", scheduler_->generated_total()},
+          {"trace_level", std::string(TraceLevelName(trace_level_))},
+          {"dropped_total", publisher_->counters().dropped_total},
+          {"uptime_us", NowUs()}};
+}
+
+Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
+  const std::string& cmd = req.cmd;
+  if (stopping_ && (cmd == "pause" || cmd == "resume" || cmd == "trace")) {
+    return FailedPrecondition(cmd + ": the engine is stopping");
+  }
+  if (cmd == "describe") return DescribeJson();
+  if (cmd == "status") return StatusJson();
+  if (cmd == "pause" || cmd == "resume") {
+    const bool pause = cmd == "pause";
+    if (paused_ != pause) {
+      paused_ = pause;
+      publisher_->SetState(StateName(), scheduler_->step());
+      PublishMeta();
+    }
+    return json{{"state", StateName()}};
+  }
+  if (cmd == "trace") {
+    auto it = req.args.find("level");
+    if (it == req.args.end() || !it->is_string()) {
+      return InvalidArgument(R"(trace: args.level must be "off", "summary" or "full")");
+    }
+    Result<TraceLevel> parsed = ParseTraceLevel(it->get<std::string>());
+    if (!parsed.ok()) return parsed.status().WithContext("trace");
+    const TraceLevel level = *parsed;
+    const TraceLevel previous = trace_level_;
+    if (level != previous) {
+      trace_level_ = level;
+      PublishMeta();
+    }
+    return json{{"level", std::string(TraceLevelName(level))},
+                {"previous", std::string(TraceLevelName(previous))}};
+  }
+  if (cmd == "stop") {
+    stopping_ = true;
+    return json{{"state", StateName()}};
+  }
+  return NotFound("unknown command '" + cmd + "'; known: " + KnownCommands());
+}
+
+telemetry::CommandReply Engine::HandleCommand(const telemetry::CommandRequest& req) {
+  json detail = {{"id", req.id}, {"args", req.args}};
+  PublishEvent("command", req.cmd, "received", req.cmd + " received", detail);
+  Result<json> result = Internal("command handler did not run");
+  try {
+    result = Execute(req);
+  } catch (const std::exception& e) {
+    result = Internal("command '" + req.cmd + "' failed: " + e.what());
+  }
+  if (result.ok()) {
+    detail["result"] = *result;
+    PublishEvent("command", req.cmd, "done", req.cmd + " done", std::move(detail));
+    spdlog::info("command {} done", req.cmd);
+    return telemetry::OkReply(req.id, std::move(result).value());
+  }
+  const Status& s = result.status();
+  detail["error"] = {{"code", std::string(StatusCodeName(s.code()))}, {"message", s.message()}};
+  PublishEvent("command", req.cmd, "failed", req.cmd + " failed: " + s.ToString(),
+               std::move(detail));
+  spdlog::warn("command {} failed: {}", req.cmd, s.ToString());
+  return telemetry::ErrorReply(req.id, s);
+}
+
+}  // namespace sy::engine

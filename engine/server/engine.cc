@@ -1,0 +1,278 @@
+// File: engine/server/engine.cc
+//
+// The loop and the publishing side of the Engine; command handlers live in
+// commands.cc.
+#include "engine/server/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+#include <utility>
+
+namespace sy::engine {
+namespace {
+
+using Clock = SpanRecorder::Clock;
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string NewRunId(int64_t unix_ms) {
+  std::ostringstream os;
+  os << "run-" << std::hex << unix_ms << "-" << (std::random_device{}() & 0xffff);
+  return os.str();
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)),
+      trace_level_(options_.trace_level),
+      paused_(options_.start_paused) {}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
+  RETURN_IF_ERROR(options.model.Validate().WithContext("model"));
+  options.scheduler.max_seq = options.model.max_seq;
+  options.scheduler.vocab = options.model.vocab;
+  RETURN_IF_ERROR(options.scheduler.Validate().WithContext("scheduler"));
+  if (options.workload_enabled) {
+    options.workload.max_prompt_tokens =
+        std::min(options.workload.max_prompt_tokens, options.model.max_seq - 1);
+    RETURN_IF_ERROR(options.workload.Validate().WithContext("workload"));
+  }
+  if (options.idle_wait_ms < 1) return InvalidArgument("idle_wait_ms must be >= 1");
+
+  std::unique_ptr<Engine> e(new Engine(std::move(options)));
+  const EngineOptions& o = e->options_;
+  e->started_unix_ms_ = UnixMs();
+  e->run_id_ = o.run_id.empty() ? NewRunId(e->started_unix_ms_) : o.run_id;
+  ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(o.model, o.runner));
+  std::vector<KvPool*> pools;
+  for (int d = 0; d < e->runner_->devices(); ++d) pools.push_back(&e->runner_->kv_pool(d));
+  e->scheduler_ = std::make_unique<Scheduler>(o.scheduler, std::move(pools));
+  if (o.workload_enabled) e->workload_ = std::make_unique<WorkloadGenerator>(o.workload);
+  ASSIGN_OR_RETURN(e->publisher_,
+                   telemetry::Publisher::Start(o.publisher, e->run_id_, e->runner_->epoch()));
+  ASSIGN_OR_RETURN(e->control_, telemetry::ControlServer::Bind(o.control_endpoint));
+  return e;
+}
+
+int64_t Engine::NowUs() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - runner_->epoch())
+      .count();
+}
+
+std::string Engine::StateName() const {
+  if (stopping_) return "stopping";
+  return paused_ ? "paused" : "running";
+}
+
+telemetry::Meta Engine::BuildMeta() const {
+  const ModelConfig& c = options_.model;
+  telemetry::Meta m;
+  m.model = {.preset = c.name,
+             .vocab = c.vocab,
+             .hidden = c.hidden,
+             .layers = c.layers,
+             .heads = c.heads,
+             .head_dim = c.head_dim,
+             .experts = c.experts,
+             .top_k = c.top_k,
+             .expert_inter = c.expert_inter,
+             .shared_inter = c.shared_inter,
+             .max_seq = c.max_seq,
+             .page_size = options_.runner.page_size,
+             .params = c.ParamCount(),
+             .dtype = "fp32"};
+  m.devices = runner_->devices();
+  m.layout = "EP";
+  m.trace_level = std::string(TraceLevelName(trace_level_));
+  m.paused = paused_;
+  m.started_unix_ms = started_unix_ms_;
+  m.workload = options_.workload_enabled ? options_.workload.Describe() : "none";
+  m.expert_device = runner_->expert_device();
+  m.kv_pages_per_device = options_.runner.kv_pages_per_device;
+  return m;
+}
+
+void Engine::PublishMeta() { publisher_->SetMeta(BuildMeta()); }
+
+void Engine::PublishEvent(std::string kind, std::string name, std::string phase,
+                          std::string message, nlohmann::json detail) {
+  telemetry::Event ev;
+  ev.kind = std::move(kind);
+  ev.name = std::move(name);
+  ev.phase = std::move(phase);
+  ev.message = std::move(message);
+  ev.detail = std::move(detail);
+  publisher_->Publish(std::move(ev));
+}
+
+void Engine::AdmitArrivals() {
+  if (!workload_) return;
+  const int64_t now = NowUs();
+  while (next_arrival_ && workload_start_us_ + next_arrival_->time_us <= now) {
+    // The scheduled time, not the time we got to it: a lagging loop shows up
+    // as queueing delay in TTFT, as an open-loop client would see it.
+    const int64_t arrival_us = workload_start_us_ + next_arrival_->time_us;
+    Result<int64_t> id = scheduler_->Submit(std::move(next_arrival_->spec), arrival_us);
+    if (!id.ok()) {
+      ++stats_.rejected;
+      spdlog::warn("workload request rejected: {}", id.status().ToString());
+      PublishEvent("warning", "rejected", "", id.status().ToString());
+    }
+    next_arrival_ = workload_->Next();
+  }
+}
+
+std::chrono::milliseconds Engine::IdleWait() const {
+  int64_t wait_ms = options_.idle_wait_ms;
+  if (next_arrival_ && !stopping_) {
+    const int64_t due_us = workload_start_us_ + next_arrival_->time_us - NowUs();
+    wait_ms = std::clamp<int64_t>(due_us / 1000, 0, wait_ms);
+  }
+  return std::chrono::milliseconds(wait_ms);
+}
+
+Status Engine::Run() {
+  const auto handler = [this](const telemetry::CommandRequest& r) { return HandleCommand(r); };
+  workload_start_us_ = NowUs();
+  if (workload_) next_arrival_ = workload_->Next();
+  PublishMeta();
+  publisher_->SetState(StateName(), scheduler_->step());
+  PublishEvent("lifecycle", "start", "", "engine started",
+               {{"run", run_id_}, {"workload", BuildMeta().workload}});
+  spdlog::info("engine {} serving: model={} devices={} trace={} workload='{}'{}", run_id_,
+               options_.model.name, runner_->devices(), TraceLevelName(trace_level_),
+               BuildMeta().workload, paused_ ? " (paused)" : "");
+
+  Status result;
+  while (true) {
+    control_->Serve(handler);
+    if (stop_requested_.load() && !stopping_) {
+      stopping_ = true;
+      spdlog::info("stop requested");
+    }
+    if (stopping_) break;
+    AdmitArrivals();
+    if (!paused_ && !scheduler_->idle()) {
+      result = RunStep();
+      if (!result.ok()) break;
+      if (scheduler_->last_plan().batch_requests > 0) continue;
+    } else if (options_.exit_when_done && WorkloadExhausted() && scheduler_->idle()) {
+      spdlog::info("workload done: {} requests finished", scheduler_->finished_total());
+      break;
+    }
+    control_->ServeFor(handler, IdleWait());
+  }
+
+  stopping_ = true;
+  publisher_->SetState(StateName(), scheduler_->step());
+  PublishEvent("lifecycle", "stop", "", result.ok() ? "engine stopped" : result.ToString(),
+               {{"steps", scheduler_->step()},
+                {"finished", scheduler_->finished_total()},
+                {"generated", scheduler_->generated_total()}});
+  spdlog::info("engine {} stopped after {} steps, {} requests finished, {} tokens generated",
+               run_id_, scheduler_->step(), scheduler_->finished_total(),
+               scheduler_->generated_total());
+  return result;
+}
+
+Status Engine::RunStep() {
+  const int64_t start_us = NowUs();
+  BatchInput batch = scheduler_->Plan();
+  if (batch.seqs.empty()) return Status::Ok();  // nothing admissible yet
+  Result<StepOutput> out = runner_->Step(batch, trace_level_);
+  if (!out.ok())
+    return Internal("model step " + std::to_string(batch.step) +
+                    " failed: " + out.status().ToString());
+  const int64_t end_us = NowUs();
+  ASSIGN_OR_RETURN(std::vector<Request> finished, scheduler_->Commit(*out, end_us));
+  const PlanStats& plan = scheduler_->last_plan();
+
+  telemetry::Step st;
+  st.step = batch.step;
+  st.start_us = start_us;
+  st.dur_us = end_us - start_us;
+  st.prefill_tokens = plan.prefill_tokens;
+  st.decode_tokens = plan.decode_tokens;
+  st.batch_requests = plan.batch_requests;
+  st.running = scheduler_->running();
+  st.waiting = scheduler_->waiting();
+  st.finished_total = scheduler_->finished_total();
+  st.generated_total = scheduler_->generated_total();
+  publisher_->Publish(std::move(st));
+
+  telemetry::Occupancy occ;
+  occ.step = batch.step;
+  for (int d = 0; d < runner_->devices(); ++d) {
+    const KvPool& pool = runner_->kv_pool(d);
+    occ.devices.push_back({.device = d,
+                           .kv_pages_used = pool.used_pages(),
+                           .kv_pages_total = pool.num_pages(),
+                           .running = scheduler_->running_on(d)});
+  }
+  occ.running = scheduler_->running();
+  occ.waiting = scheduler_->waiting();
+  occ.prefill_tokens = plan.prefill_tokens;
+  occ.decode_tokens = plan.decode_tokens;
+  publisher_->Publish(std::move(occ));
+
+  telemetry::ExpertLoad load;
+  load.step = batch.step;
+  load.counts = std::move(out->expert_counts);
+  load.expert_device = runner_->expert_device();
+  publisher_->Publish(std::move(load));
+
+  if (trace_level_ != TraceLevel::kOff) {
+    telemetry::KernelStats ks;
+    ks.step = batch.step;
+    ks.kernels = Summarize(out->spans);
+    publisher_->Publish(std::move(ks));
+  }
+  if (trace_level_ == TraceLevel::kFull) {
+    telemetry::Spans sp;
+    sp.step = batch.step;
+    sp.spans = std::move(out->spans);
+    publisher_->Publish(std::move(sp));
+  }
+  for (const Request& r : finished) {
+    telemetry::RequestDone rd;
+    rd.id = r.id;
+    rd.device = r.device;
+    rd.prompt_tokens = r.prompt_len();
+    rd.output_tokens = static_cast<int>(r.generated.size());
+    rd.arrival_us = r.arrival_us;
+    rd.ttft_us = r.ttft_us();
+    rd.tpot_us = r.tpot_us();
+    rd.e2e_us = r.e2e_us();
+    rd.finish = std::string(FinishReasonName(r.finish));
+    publisher_->Publish(std::move(rd));
+  }
+  publisher_->SetState(StateName(), scheduler_->step());
+
+  const int64_t done_us = NowUs();
+  if (first_step_us_ < 0) first_step_us_ = start_us;
+  stats_.step_us += done_us - start_us;
+  stats_.serving_us = done_us - first_step_us_;
+  return Status::Ok();
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.steps = scheduler_->step();
+  s.finished = scheduler_->finished_total();
+  s.generated = scheduler_->generated_total();
+  s.dropped = publisher_->counters().dropped_total;
+  s.preempted = scheduler_->preempted_total();
+  return s;
+}
+
+}  // namespace sy::engine

@@ -1,0 +1,136 @@
+// File: engine/server/engine.h
+//
+// Engine: the serving loop of moe-engine. It owns the ModelRunner (P device
+// threads), the Scheduler, the built-in workload, the telemetry Publisher (PUB)
+// and the ControlServer (ROUTER), and runs on the caller's thread:
+//
+//   loop:  answer pending commands (never blocks)
+//          submit workload arrivals whose time has come
+//          if running and there is work: Plan -> ModelRunner::Step -> Commit,
+//            then publish step, occupancy, experts, kstats (trace >= summary),
+//            spans (trace full) and one request message per finished request
+//          else: wait on the control socket for a few ms (no spinning)
+//
+//   ASSIGN_OR_RETURN(auto engine, Engine::Create(options));
+//   Status s = engine->Run();   // until `stop`, RequestStop() or the workload is done
+//
+// Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop.
+// A command is answered between steps, so pause takes effect at the step
+// boundary; a malformed or failing command changes nothing. Every command is
+// mirrored on the event stream (received, then done or failed).
+//
+// Thread-safety: Run() on one thread; RequestStop() from any thread (signal
+// watcher); stats() after Run() returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "engine/model/config.h"
+#include "engine/model_executor/model_runner.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/trace/span_recorder.h"
+#include "engine/workload/workload.h"
+#include "telemetry/control.h"
+#include "telemetry/protocol.h"
+#include "telemetry/publisher.h"
+
+namespace sy::engine {
+
+struct EngineOptions {
+  ModelConfig model;
+  ModelRunnerOptions runner;
+  // max_seq and vocab are overwritten from `model`.
+  SchedulerOptions scheduler;
+  WorkloadOptions workload;
+  // false: no built-in arrivals (an engine that only answers commands).
+  bool workload_enabled = true;
+  telemetry::PublisherOptions publisher;
+  std::string control_endpoint = "tcp://127.0.0.1:5556";
+  TraceLevel trace_level = TraceLevel::kSummary;
+  bool start_paused = false;
+  // Return from Run() once the workload has no more arrivals and every
+  // request finished. Meaningful only for a bounded workload.
+  bool exit_when_done = false;
+  // How long an idle loop waits on the control socket per turn: shorter is
+  // snappier arrival admission, longer is fewer wake-ups.
+  int idle_wait_ms = 5;
+  // Empty: a fresh id from the start time and a random suffix.
+  std::string run_id;
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t finished = 0;
+  int64_t generated = 0;
+  int64_t rejected = 0;    // arrivals the scheduler refused (too long, ...)
+  int64_t preempted = 0;   // requests sent back to the queue for lack of KV pages
+  int64_t step_us = 0;     // time spent inside steps (plan, forward, commit, publish)
+  int64_t serving_us = 0;  // first step start to last step end
+  int64_t dropped = 0;     // telemetry messages the publisher dropped
+};
+
+class Engine {
+ public:
+  // Builds the model, binds the PUB and ROUTER sockets. INVALID_ARGUMENT for
+  // bad options; UNAVAILABLE (naming the endpoint) when a socket cannot bind.
+  static Result<std::unique_ptr<Engine>> Create(EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Serves until stopped. OK after `stop`, RequestStop() or a finished
+  // bounded workload; INTERNAL if a model step fails (a bug).
+  Status Run();
+  // Asks Run() to stop at the next step boundary, like the `stop` command.
+  void RequestStop() { stop_requested_.store(true); }
+
+  EngineStats stats() const;
+  const std::string& run_id() const { return run_id_; }
+
+ private:
+  explicit Engine(EngineOptions options);
+
+  Status RunStep();
+  void AdmitArrivals();
+  std::chrono::milliseconds IdleWait() const;
+  bool WorkloadExhausted() const { return !next_arrival_.has_value(); }
+
+  // commands.cc
+  telemetry::CommandReply HandleCommand(const telemetry::CommandRequest& req);
+  Result<nlohmann::json> Execute(const telemetry::CommandRequest& req);
+  nlohmann::json DescribeJson() const;
+  nlohmann::json StatusJson() const;
+
+  telemetry::Meta BuildMeta() const;
+  void PublishMeta();
+  void PublishEvent(std::string kind, std::string name, std::string phase, std::string message,
+                    nlohmann::json detail = nlohmann::json::object());
+  std::string StateName() const;
+  int64_t NowUs() const;
+
+  EngineOptions options_;
+  std::string run_id_;
+  int64_t started_unix_ms_ = 0;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<WorkloadGenerator> workload_;
+  std::optional<Arrival> next_arrival_;
+  int64_t workload_start_us_ = 0;
+  std::unique_ptr<telemetry::Publisher> publisher_;
+  std::unique_ptr<telemetry::ControlServer> control_;
+
+  TraceLevel trace_level_;
+  bool paused_;
+  bool stopping_ = false;
+  std::atomic<bool> stop_requested_{false};
+  EngineStats stats_;
+  int64_t first_step_us_ = -1;
+};
+
+}  // namespace sy::engine

@@ -1,0 +1,255 @@
+// File: engine/server/main.cc
+//
+// moe-engine: serve an MoE model with the built-in workload, publishing
+// telemetry and answering commands; or `bench` for in-process throughput.
+//
+//   moe-engine [serve] --model tiny --devices 4 --rate 8 --trace summary
+//   moe-engine bench --model tiny --batch 1,64 --steps 32
+//
+// Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
+// bound), 2 bad command line.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/server/bench.h"
+#include "engine/server/engine.h"
+
+namespace sy::engine {
+namespace {
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// CLI11 validator for length distributions ("32", "16-128", "lognormal:64").
+CLI::Validator LengthValidator() {
+  return CLI::Validator(
+      [](std::string& s) {
+        Result<LengthDist> d = LengthDist::Parse(s);
+        return d.ok() ? std::string() : d.status().message();
+      },
+      "LENGTH", "length");
+}
+
+// Parses; on error prints CLI11's message and returns the exit code to use.
+std::optional<int> Parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+// SIGINT/SIGTERM -> Engine::RequestStop() (an atomic store, so
+// async-signal-safe). A handler is needed rather than sigwait on a watcher
+// thread: OpenBLAS starts its threads before main() with every signal
+// unblocked, so a blocked-mask scheme would let the default action kill us.
+// The engine pointer is the one piece of global state, as signal delivery
+// offers no other way in. RAII: the previous handlers come back on scope exit.
+std::atomic<Engine*> g_stop_target{nullptr};
+
+extern "C" void OnStopSignal(int) {
+  if (Engine* e = g_stop_target.load()) e->RequestStop();
+}
+
+class StopOnSignal {
+ public:
+  explicit StopOnSignal(Engine* engine) {
+    g_stop_target.store(engine);
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignal() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_stop_target.store(nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+int Serve(int argc, char** argv) {
+  CLI::App app{
+      "moe-engine: serve a Mixture-of-Experts model over P virtual devices (expert parallel\n"
+      "MoE, data-parallel attention) with a built-in Poisson workload; telemetry on a\n"
+      "ZeroMQ PUB socket, commands on a ROUTER socket. `moe-engine serve` is the same;\n"
+      "see `moe-engine bench --help` for the throughput benchmark.",
+      "moe-engine"};
+  std::string model = "tiny", telemetry = "tcp://127.0.0.1:5555", control = "tcp://127.0.0.1:5556",
+              trace = "summary", log_level = "info";
+  std::string prompt_len = "16-128", output_len = "16-128";
+  int devices = 4, kv_pages = 512, max_batch_tokens = 512, max_running = 128;
+  uint64_t seed = 1;
+  double rate = 2.0, duration = 0;
+  int64_t requests = 0;
+  float temperature = 0;
+  bool paused = false;
+  const std::vector<std::string> presets = PresetNames();
+  app.add_option("--model", model, "model preset: " + JoinNames(presets))
+      ->check(CLI::IsMember(presets))
+      ->capture_default_str();
+  app.add_option("--devices", devices, "virtual devices P")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "weights and workload seed")->capture_default_str();
+  app.add_option("--telemetry", telemetry, "PUB endpoint for the streams")->capture_default_str();
+  app.add_option("--control", control, "ROUTER endpoint for commands")->capture_default_str();
+  app.add_option("--trace", trace, "trace level")
+      ->check(CLI::IsMember({"off", "summary", "full"}))
+      ->capture_default_str();
+  app.add_option("--rate", rate, "Poisson arrival rate, requests/s")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--prompt-len", prompt_len, "prompt tokens: N, MIN-MAX or lognormal:MEAN[:SIGMA]")
+      ->check(LengthValidator())
+      ->capture_default_str();
+  app.add_option("--output-len", output_len, "max new tokens: N, MIN-MAX or lognormal:MEAN[:SIGMA]")
+      ->check(LengthValidator())
+      ->capture_default_str();
+  app.add_option("--duration", duration,
+                 "seconds of arrivals, then drain and exit (0: until stopped)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--requests", requests, "requests to send, then drain and exit (0: unlimited)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kv-pages", kv_pages, "KV cache pages per device")
+      ->check(CLI::Range(1, 1 << 22))
+      ->capture_default_str();
+  app.add_option("--max-batch-tokens", max_batch_tokens, "token budget per step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-running", max_running, "requests running at once (<= max-batch-tokens)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--temperature", temperature, "sampling temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--paused", paused, "start paused (resume with the `resume` command)");
+  app.add_option("--log-level", log_level, "log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  if (auto code = Parse(app, argc, argv)) return *code;
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  EngineOptions o;
+  o.model = PresetConfig(model).value();  // IsMember checked the name
+  o.runner = {.devices = devices, .seed = seed, .kv_pages_per_device = kv_pages};
+  o.scheduler.max_batch_tokens = max_batch_tokens;
+  o.scheduler.max_running = max_running;
+  o.workload.rate = rate;
+  o.workload.prompt_len = LengthDist::Parse(prompt_len).value();
+  o.workload.output_len = LengthDist::Parse(output_len).value();
+  o.workload.duration_s = duration;
+  o.workload.max_requests = requests;
+  o.workload.temperature = temperature;
+  o.workload.seed = seed;
+  o.publisher.endpoint = telemetry;
+  o.control_endpoint = control;
+  o.trace_level = ParseTraceLevel(trace).value();
+  o.start_paused = paused;
+  o.exit_when_done = duration > 0 || requests > 0;
+
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(std::move(o));
+  if (!engine.ok()) {
+    spdlog::error("cannot start: {}", engine.status().ToString());
+    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime;
+  }
+  StopOnSignal stop_on_signal(engine->get());
+  Status s = (*engine)->Run();
+  if (!s.ok()) {
+    spdlog::error("engine failed: {}", s.ToString());
+    return kExitRuntime;
+  }
+  return 0;
+}
+
+int Bench(int argc, char** argv) {
+  CLI::App app{"moe-engine bench: decode throughput per batch size and the cost of tracing",
+               "moe-engine bench"};
+  BenchOptions o;
+  const std::vector<std::string> presets = PresetNames();
+  std::string log_level = "warn";
+  app.add_option("--model", o.model, "model preset: " + JoinNames(presets))
+      ->check(CLI::IsMember(presets))
+      ->capture_default_str();
+  app.add_option("--devices", o.devices, "virtual devices P")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "weights seed")->capture_default_str();
+  app.add_option("--batch", o.batches, "decode batch sizes, comma separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "timed decode steps per batch size")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--prompt-len", o.prompt_len, "prompt tokens per decode request")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  o.trace_compare = false;
+  app.add_flag("--trace-compare", o.trace_compare,
+               "also serve one burst with tracing off and one with tracing full "
+               "(publishing to an ipc socket with no subscriber) and compare tokens/s");
+  app.add_option("--serve-requests", o.serve_requests, "burst size of the tracing comparison")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--serve-output", o.serve_output, "tokens per request there")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--serve-repeats", o.serve_repeats, "alternating off/full runs; best of each")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  if (auto code = Parse(app, argc, argv)) return *code;
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  Result<BenchReport> r = RunBench(o);
+  if (!r.ok()) {
+    spdlog::error("bench failed: {}", r.status().ToString());
+    return r.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime;
+  }
+  PrintBench(*r, std::cout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sy::engine
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("moe-engine"));
+  // `moe-engine serve ...` and `moe-engine ...` are the same; `bench` has its own flags.
+  std::vector<char*> args(argv, argv + argc);
+  const std::string sub = argc > 1 ? argv[1] : "";
+  if (sub == "bench" || sub == "serve") args.erase(args.begin() + 1);
+  const int n = static_cast<int>(args.size());
+  return sub == "bench" ? sy::engine::Bench(n, args.data()) : sy::engine::Serve(n, args.data());
+}

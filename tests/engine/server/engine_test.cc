@@ -1,0 +1,304 @@
+// The engine loop end to end, in process: a small model, real ZeroMQ sockets
+// on ipc:// endpoints in a private temp dir, a ControlClient for commands and
+// a Subscriber for the streams.
+#include "engine/server/engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <thread>
+#include <zmq.hpp>
+
+#include "base/status_matchers.h"
+#include "telemetry/control.h"
+#include "telemetry/subscriber.h"
+
+namespace sy::engine {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+constexpr auto kPatience = 30s;  // upper bound for "eventually"; never a speed claim
+
+ModelConfig SmallModel() {
+  ModelConfig c;
+  c.name = "test";
+  c.hidden = 64;
+  c.layers = 2;
+  c.heads = 2;
+  c.kv_heads = 2;
+  c.head_dim = 32;
+  c.experts = 8;
+  c.top_k = 2;
+  c.expert_inter = 64;
+  c.shared_inter = 64;
+  c.max_seq = 256;
+  return c;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("sy-engine-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir_);
+    pub_ = "ipc://" + (dir_ / "pub").string();
+    ctl_ = "ipc://" + (dir_ / "ctl").string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  EngineOptions Options() const {
+    EngineOptions o;
+    o.model = SmallModel();
+    o.runner = {.devices = 2, .seed = 3, .kv_pages_per_device = 64, .page_size = 16};
+    o.scheduler.max_batch_tokens = 64;
+    o.scheduler.max_running = 16;
+    o.workload.rate = 40;
+    o.workload.max_requests = 12;
+    o.workload.prompt_len = {LengthDist::Kind::kUniform, 8, 40};
+    o.workload.output_len = {LengthDist::Kind::kUniform, 4, 12};
+    o.publisher.endpoint = pub_;
+    o.publisher.heartbeat_ms = 50;
+    o.control_endpoint = ctl_;
+    o.trace_level = TraceLevel::kSummary;
+    o.run_id = "engine-test";
+    return o;
+  }
+
+  telemetry::CommandReply Call(telemetry::ControlClient& c, const std::string& cmd,
+                               json args = json::object()) {
+    telemetry::CommandRequest req;
+    req.cmd = cmd;
+    req.args = std::move(args);
+    Result<telemetry::CommandReply> r = c.Call(req, 10s);
+    EXPECT_THAT(r.status(), IsOk()) << cmd;
+    return r.ok() ? *r : telemetry::CommandReply{};
+  }
+
+  // Receives until `pred` holds for a message or the patience runs out.
+  bool WaitFor(telemetry::Subscriber& sub,
+               const std::function<bool(const telemetry::Message&)>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto m = sub.Receive(100ms);
+      if (!m.ok()) {
+        ADD_FAILURE() << "malformed message: " << m.status().ToString();
+        continue;
+      }
+      if (!m->has_value()) continue;
+      on_message_(**m);
+      if (pred(**m)) return true;
+    }
+    return false;
+  }
+
+  std::filesystem::path dir_;
+  std::string pub_, ctl_;
+  std::function<void(const telemetry::Message&)> on_message_ = [](const telemetry::Message&) {};
+};
+
+int64_t StatusStep(const telemetry::CommandReply& r) { return r.result.value("step", int64_t{-1}); }
+
+TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
+  auto engine = Engine::Create(Options());
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+
+  std::vector<telemetry::RequestDone> done;
+  std::vector<telemetry::Event> commands;
+  bool saw_spans = false, saw_stop_event = false, saw_paused_meta = false;
+  on_message_ = [&](const telemetry::Message& m) {
+    if (auto* r = std::get_if<telemetry::RequestDone>(&m)) done.push_back(*r);
+    if (std::holds_alternative<telemetry::Spans>(m)) saw_spans = true;
+    if (auto* meta = std::get_if<telemetry::Meta>(&m); meta && meta->paused) saw_paused_meta = true;
+    if (auto* e = std::get_if<telemetry::Event>(&m)) {
+      if (e->kind == "lifecycle" && e->name == "stop") saw_stop_event = true;
+      if (e->kind == "command") commands.push_back(*e);
+    }
+  };
+
+  // describe: the Meta body without the stream envelope.
+  telemetry::CommandReply d = Call(**client, "describe");
+  ASSERT_TRUE(d.ok) << d.error_message;
+  EXPECT_EQ(d.result["model"]["preset"], "test");
+  EXPECT_EQ(d.result["devices"], 2);
+  EXPECT_EQ(d.result["layout"], "EP");
+  EXPECT_EQ(d.result["trace_level"], "summary");
+  EXPECT_EQ(d.result["expert_device"].size(), 8u);
+  EXPECT_EQ(d.result["kv_pages_per_device"], 64);
+  for (const char* envelope : {"v", "run", "seq", "t"}) EXPECT_FALSE(d.result.contains(envelope));
+
+  // The engine serves: steps arrive on the stream.
+  ASSERT_TRUE(
+      WaitFor(**sub, [](const auto& m) { return std::holds_alternative<telemetry::Step>(m); }));
+
+  // pause: steps stop advancing; a second pause is harmless.
+  telemetry::CommandReply p = Call(**client, "pause");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.result["state"], "paused");
+  EXPECT_TRUE(Call(**client, "pause").ok);
+  const int64_t paused_at = StatusStep(Call(**client, "status"));
+  std::this_thread::sleep_for(300ms);
+  telemetry::CommandReply st = Call(**client, "status");
+  EXPECT_EQ(st.result["state"], "paused");
+  EXPECT_EQ(StatusStep(st), paused_at);
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return saw_paused_meta; }));
+
+  // resume, then trace full: spans flow.
+  telemetry::CommandReply r = Call(**client, "resume");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.result["state"], "running");
+  telemetry::CommandReply t = Call(**client, "trace", {{"level", "full"}});
+  ASSERT_TRUE(t.ok) << t.error_message;
+  EXPECT_EQ(t.result["level"], "full");
+  EXPECT_EQ(t.result["previous"], "summary");
+  EXPECT_TRUE(WaitFor(**sub, [&](const auto&) { return saw_spans; }));
+
+  // Bad commands are refused and change nothing.
+  telemetry::CommandReply bad = Call(**client, "trace", {{"level", "verbose"}});
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.error_code, "INVALID_ARGUMENT");
+  EXPECT_THAT(bad.error_message, HasSubstr("summary"));
+  telemetry::CommandReply missing = Call(**client, "trace");
+  EXPECT_EQ(missing.error_code, "INVALID_ARGUMENT");
+  telemetry::CommandReply unknown = Call(**client, "explode");
+  EXPECT_FALSE(unknown.ok);
+  EXPECT_EQ(unknown.error_code, "NOT_FOUND");
+  EXPECT_THAT(unknown.error_message, HasSubstr("describe"));
+  EXPECT_EQ(Call(**client, "status").result["trace_level"], "full");
+
+  // Every request of the bounded workload completes with sane latencies.
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return done.size() >= 12; }))
+      << "only " << done.size() << " requests done";
+  for (const telemetry::RequestDone& q : done) {
+    EXPECT_GE(q.ttft_us, 0);
+    EXPECT_LE(q.ttft_us, q.e2e_us);
+    EXPECT_GE(q.output_tokens, 1);
+    EXPECT_GE(q.prompt_tokens, 8);
+    EXPECT_TRUE(q.finish == "eos" || q.finish == "length") << q.finish;
+  }
+  telemetry::CommandReply fin = Call(**client, "status");
+  EXPECT_EQ(fin.result["finished"], 12);
+  EXPECT_EQ(fin.result["running"], 0);
+
+  telemetry::CommandReply s = Call(**client, "stop");
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.result["state"], "stopping");
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_TRUE(WaitFor(**sub, [&](const auto&) { return saw_stop_event; }));
+  EXPECT_EQ((*engine)->stats().finished, 12);
+
+  // Every command was mirrored on the event stream: received, then done or failed.
+  auto find = [&](const std::string& name, const std::string& phase) -> const telemetry::Event* {
+    for (const telemetry::Event& e : commands) {
+      if (e.name == name && e.phase == phase) return &e;
+    }
+    return nullptr;
+  };
+  EXPECT_NE(find("pause", "received"), nullptr);
+  const telemetry::Event* paused = find("pause", "done");
+  ASSERT_NE(paused, nullptr);
+  EXPECT_EQ(paused->detail["result"]["state"], "paused");
+  const telemetry::Event* failed = find("explode", "failed");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->detail["error"]["code"], "NOT_FOUND");
+  EXPECT_TRUE(failed->detail.contains("id"));
+}
+
+TEST_F(EngineTest, BoundedBurstDrainsAndExits) {
+  EngineOptions o = Options();
+  o.workload.burst = true;
+  o.workload.max_requests = 6;
+  o.workload.ignore_eos = true;
+  o.workload.output_len = {LengthDist::Kind::kFixed, 5, 5};
+  o.exit_when_done = true;
+  o.trace_level = TraceLevel::kOff;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  ASSERT_THAT((*engine)->Run(), IsOk());
+  const EngineStats st = (*engine)->stats();
+  EXPECT_EQ(st.finished, 6);
+  EXPECT_EQ(st.generated, 30);
+  EXPECT_EQ(st.rejected, 0);
+}
+
+TEST_F(EngineTest, KvPressurePreemptsButCompletesEveryRequest) {
+  EngineOptions o = Options();
+  o.runner.kv_pages_per_device = 8;  // 128 positions per device, 2 devices
+  o.scheduler.admission_reserve_pages = 0;
+  o.workload.burst = true;
+  o.workload.max_requests = 10;
+  o.workload.ignore_eos = true;
+  o.workload.prompt_len = {LengthDist::Kind::kUniform, 20, 40};
+  o.workload.output_len = {LengthDist::Kind::kFixed, 40, 40};
+  o.exit_when_done = true;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  ASSERT_THAT((*engine)->Run(), IsOk());
+  const EngineStats st = (*engine)->stats();
+  EXPECT_EQ(st.finished, 10);
+  EXPECT_EQ(st.generated, 400);
+  EXPECT_GT(st.preempted, 0);
+}
+
+TEST_F(EngineTest, StartsPausedAndStopsOnRequestStop) {
+  EngineOptions o = Options();
+  o.start_paused = true;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  telemetry::CommandReply st = Call(**client, "status");
+  EXPECT_EQ(st.result["state"], "paused");
+  EXPECT_EQ(StatusStep(st), 0);
+  EXPECT_EQ(Call(**client, "describe").result["paused"], true);
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_EQ((*engine)->stats().steps, 0);
+}
+
+TEST_F(EngineTest, BindFailureNamesTheEndpoint) {
+  // ipc:// binds take over a stale path, so occupy a TCP port instead.
+  zmq::context_t ctx;
+  zmq::socket_t holder(ctx, zmq::socket_type::router);
+  holder.bind("tcp://127.0.0.1:*");
+  const std::string taken = holder.get(zmq::sockopt::last_endpoint);
+  EngineOptions o = Options();
+  o.control_endpoint = taken;
+  EXPECT_THAT(Engine::Create(o).status(), StatusIs(StatusCode::kUnavailable, HasSubstr(taken)));
+  o = Options();
+  o.publisher.endpoint = taken;
+  EXPECT_THAT(Engine::Create(o).status(), StatusIs(StatusCode::kUnavailable, HasSubstr(taken)));
+}
+
+TEST_F(EngineTest, RejectsBadOptions) {
+  EngineOptions o = Options();
+  o.scheduler.max_running = 1000;
+  EXPECT_THAT(Engine::Create(o).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("max_running")));
+  o = Options();
+  o.workload.rate = -1;
+  EXPECT_THAT(Engine::Create(o).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("rate")));
+}
+
+}  // namespace
+}  // namespace sy::engine
