@@ -57,7 +57,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
@@ -74,7 +76,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "Result built from an OK status has no value");
   }
@@ -107,10 +109,10 @@ class [[nodiscard]] Result {
 #define SY_CONCAT_INNER(a, b) a##b
 #define SY_CONCAT(a, b) SY_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::sy::Status sy_status_ = (expr);         \
-    if (!sy_status_.ok()) return sy_status_;  \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::sy::Status sy_status_ = (expr);        \
+    if (!sy_status_.ok()) return sy_status_; \
   } while (0)
 
 #define SY_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

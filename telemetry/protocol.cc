@@ -13,8 +13,8 @@ using nlohmann::json;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ModelInfo, preset, vocab, hidden, layers, heads, head_dim,
                                    experts, top_k, expert_inter, shared_inter, max_seq, page_size,
                                    params, dtype)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Span, device, layer, name, kind, start_us, dur_us, tokens,
-                                   flops, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Span, device, layer, name, kind, start_us, dur_us, tokens, flops,
+                                   bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelStat, device, name, kind, count, total_us, max_us, flops,
                                    bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceOccupancy, device, kv_pages_used, kv_pages_total, running)
@@ -48,8 +48,8 @@ template <typename T>
 void Read(const json& j, const std::string& path, std::vector<T>& out);
 
 template <typename T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-void Read(const json& j, const std::string& path, T& out) {
+requires(std::is_integral_v<T> &&
+         !std::is_same_v<T, bool>) void Read(const json& j, const std::string& path, T& out) {
   if (!j.is_number_integer()) Fail(path, "must be an integer" + Got(j));
   using Limits = std::numeric_limits<T>;
   if (j.is_number_unsigned()) {
@@ -112,27 +112,53 @@ void RequireObject(const json& j, const std::string& path) {
 
 void Read(const json& j, const std::string& path, ModelInfo& m) {
   RequireObject(j, path);
-  SY_FIELD(preset); SY_FIELD(vocab); SY_FIELD(hidden); SY_FIELD(layers); SY_FIELD(heads);
-  SY_FIELD(head_dim); SY_FIELD(experts); SY_FIELD(top_k); SY_FIELD(expert_inter);
-  SY_FIELD(shared_inter); SY_FIELD(max_seq); SY_FIELD(page_size); SY_FIELD(params);
+  SY_FIELD(preset);
+  SY_FIELD(vocab);
+  SY_FIELD(hidden);
+  SY_FIELD(layers);
+  SY_FIELD(heads);
+  SY_FIELD(head_dim);
+  SY_FIELD(experts);
+  SY_FIELD(top_k);
+  SY_FIELD(expert_inter);
+  SY_FIELD(shared_inter);
+  SY_FIELD(max_seq);
+  SY_FIELD(page_size);
+  SY_FIELD(params);
   SY_FIELD(dtype);
 }
 
 void Read(const json& j, const std::string& path, Span& m) {
   RequireObject(j, path);
-  SY_FIELD(device); SY_FIELD(layer); SY_FIELD(name); SY_FIELD(kind); SY_FIELD(start_us);
-  SY_FIELD(dur_us); SY_FIELD(tokens); SY_FIELD(flops); SY_FIELD(bytes);
+  SY_FIELD(device);
+  SY_FIELD(layer);
+  SY_FIELD(name);
+  SY_FIELD(kind);
+  SY_FIELD(start_us);
+  SY_FIELD(dur_us);
+  SY_FIELD(tokens);
+  SY_FIELD(flops);
+  SY_FIELD(bytes);
 }
 
 void Read(const json& j, const std::string& path, KernelStat& m) {
   RequireObject(j, path);
-  SY_FIELD(device); SY_FIELD(name); SY_FIELD(kind); SY_FIELD(count); SY_FIELD(total_us);
-  SY_FIELD(max_us); SY_FIELD(flops); SY_FIELD(bytes);
+  SY_FIELD(device);
+  SY_FIELD(name);
+  SY_FIELD(kind);
+  SY_FIELD(count);
+  SY_FIELD(total_us);
+  SY_FIELD(max_us);
+  SY_FIELD(flops);
+  SY_FIELD(bytes);
 }
 
 void Read(const json& j, const std::string& path, DeviceOccupancy& m) {
   RequireObject(j, path);
-  SY_FIELD(device); SY_FIELD(kv_pages_used); SY_FIELD(kv_pages_total); SY_FIELD(running);
+  SY_FIELD(device);
+  SY_FIELD(kv_pages_used);
+  SY_FIELD(kv_pages_total);
+  SY_FIELD(running);
 }
 
 #undef SY_FIELD
@@ -157,84 +183,170 @@ void GetEnv(const json& j, Envelope& e) {
 
 json Body(const Meta& m) {
   json j;
-  PUT(model); PUT(devices); PUT(layout); PUT(trace_level); PUT(paused);
-  PUT(started_unix_ms); PUT(workload); PUT(expert_device); PUT(kv_pages_per_device);
+  PUT(model);
+  PUT(devices);
+  PUT(layout);
+  PUT(trace_level);
+  PUT(paused);
+  PUT(started_unix_ms);
+  PUT(workload);
+  PUT(expert_device);
+  PUT(kv_pages_per_device);
   return j;
 }
 void Parse(const json& j, Meta& m) {
-  GET(model); GET(devices); GET(layout); GET(trace_level); GET(paused);
-  GET(started_unix_ms); GET(workload); GET(expert_device); GET(kv_pages_per_device);
+  GET(model);
+  GET(devices);
+  GET(layout);
+  GET(trace_level);
+  GET(paused);
+  GET(started_unix_ms);
+  GET(workload);
+  GET(expert_device);
+  GET(kv_pages_per_device);
 }
 
 json Body(const Step& m) {
   json j;
-  PUT(step); PUT(start_us); PUT(dur_us); PUT(prefill_tokens); PUT(decode_tokens);
-  PUT(batch_requests); PUT(running); PUT(waiting); PUT(finished_total); PUT(generated_total);
+  PUT(step);
+  PUT(start_us);
+  PUT(dur_us);
+  PUT(prefill_tokens);
+  PUT(decode_tokens);
+  PUT(batch_requests);
+  PUT(running);
+  PUT(waiting);
+  PUT(finished_total);
+  PUT(generated_total);
   return j;
 }
 void Parse(const json& j, Step& m) {
-  GET(step); GET(start_us); GET(dur_us); GET(prefill_tokens); GET(decode_tokens);
-  GET(batch_requests); GET(running); GET(waiting); GET(finished_total); GET(generated_total);
+  GET(step);
+  GET(start_us);
+  GET(dur_us);
+  GET(prefill_tokens);
+  GET(decode_tokens);
+  GET(batch_requests);
+  GET(running);
+  GET(waiting);
+  GET(finished_total);
+  GET(generated_total);
 }
 
 json Body(const Spans& m) {
   json j;
-  PUT(step); PUT(spans);
+  PUT(step);
+  PUT(spans);
   return j;
 }
-void Parse(const json& j, Spans& m) { GET(step); GET(spans); }
+void Parse(const json& j, Spans& m) {
+  GET(step);
+  GET(spans);
+}
 
 json Body(const KernelStats& m) {
   json j;
-  PUT(step); PUT(kernels);
+  PUT(step);
+  PUT(kernels);
   return j;
 }
-void Parse(const json& j, KernelStats& m) { GET(step); GET(kernels); }
+void Parse(const json& j, KernelStats& m) {
+  GET(step);
+  GET(kernels);
+}
 
 json Body(const Occupancy& m) {
   json j;
-  PUT(step); PUT(devices); PUT(running); PUT(waiting); PUT(prefill_tokens); PUT(decode_tokens);
+  PUT(step);
+  PUT(devices);
+  PUT(running);
+  PUT(waiting);
+  PUT(prefill_tokens);
+  PUT(decode_tokens);
   return j;
 }
 void Parse(const json& j, Occupancy& m) {
-  GET(step); GET(devices); GET(running); GET(waiting); GET(prefill_tokens); GET(decode_tokens);
+  GET(step);
+  GET(devices);
+  GET(running);
+  GET(waiting);
+  GET(prefill_tokens);
+  GET(decode_tokens);
 }
 
 json Body(const ExpertLoad& m) {
   json j;
-  PUT(step); PUT(counts); PUT(expert_device);
+  PUT(step);
+  PUT(counts);
+  PUT(expert_device);
   return j;
 }
-void Parse(const json& j, ExpertLoad& m) { GET(step); GET(counts); GET(expert_device); }
+void Parse(const json& j, ExpertLoad& m) {
+  GET(step);
+  GET(counts);
+  GET(expert_device);
+}
 
 json Body(const RequestDone& m) {
   json j;
-  PUT(id); PUT(device); PUT(prompt_tokens); PUT(output_tokens); PUT(arrival_us);
-  PUT(ttft_us); PUT(tpot_us); PUT(e2e_us); PUT(finish);
+  PUT(id);
+  PUT(device);
+  PUT(prompt_tokens);
+  PUT(output_tokens);
+  PUT(arrival_us);
+  PUT(ttft_us);
+  PUT(tpot_us);
+  PUT(e2e_us);
+  PUT(finish);
   return j;
 }
 void Parse(const json& j, RequestDone& m) {
-  GET(id); GET(device); GET(prompt_tokens); GET(output_tokens); GET(arrival_us);
-  GET(ttft_us); GET(tpot_us); GET(e2e_us); GET(finish);
+  GET(id);
+  GET(device);
+  GET(prompt_tokens);
+  GET(output_tokens);
+  GET(arrival_us);
+  GET(ttft_us);
+  GET(tpot_us);
+  GET(e2e_us);
+  GET(finish);
 }
 
 json Body(const Event& m) {
   json j;
-  PUT(kind); PUT(name); PUT(phase); PUT(message); PUT(detail);
+  PUT(kind);
+  PUT(name);
+  PUT(phase);
+  PUT(message);
+  PUT(detail);
   return j;
 }
 void Parse(const json& j, Event& m) {
-  GET(kind); GET(name); GET(phase); GET(message); GET(detail);
+  GET(kind);
+  GET(name);
+  GET(phase);
+  GET(message);
+  GET(detail);
   RequireObject(m.detail, "detail");
 }
 
 json Body(const Heartbeat& m) {
   json j;
-  PUT(interval_ms); PUT(state); PUT(sent_total); PUT(dropped_total); PUT(dropped); PUT(step);
+  PUT(interval_ms);
+  PUT(state);
+  PUT(sent_total);
+  PUT(dropped_total);
+  PUT(dropped);
+  PUT(step);
   return j;
 }
 void Parse(const json& j, Heartbeat& m) {
-  GET(interval_ms); GET(state); GET(sent_total); GET(dropped_total); GET(dropped); GET(step);
+  GET(interval_ms);
+  GET(state);
+  GET(sent_total);
+  GET(dropped_total);
+  GET(dropped);
+  GET(step);
 }
 
 #undef PUT
@@ -301,7 +413,8 @@ WireMessage Encode(const Message& m) {
 
 Result<Message> FromJson(std::string_view topic, const json& j) {
   if (!j.is_object()) {
-    return InvalidArgument("malformed '" + std::string(topic) + "' message: body is not a JSON object");
+    return InvalidArgument("malformed '" + std::string(topic) +
+                           "' message: body is not a JSON object");
   }
   if (topic == kTopicMeta) return ParseAs<Meta>(topic, j);
   if (topic == kTopicStep) return ParseAs<Step>(topic, j);

@@ -75,8 +75,8 @@ struct Meta {
   Envelope env;
   ModelInfo model;
   int devices = 0;
-  std::string layout = "EP";       // "EP" or "TP"
-  std::string trace_level;         // "off" | "summary" | "full"
+  std::string layout = "EP";  // "EP" or "TP"
+  std::string trace_level;    // "off" | "summary" | "full"
   bool paused = false;
   int64_t started_unix_ms = 0;     // wall clock at run start
   std::string workload;            // human-readable description
@@ -228,7 +228,7 @@ struct CommandRequest {
 struct CommandReply {
   nlohmann::json id;
   bool ok = false;
-  nlohmann::json result;  // when ok
+  nlohmann::json result;   // when ok
   std::string error_code;  // StatusCodeName(...) when !ok
   std::string error_message;
 };

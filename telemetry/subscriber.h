@@ -26,11 +26,11 @@ struct SubscriberOptions {
 };
 
 struct SubscriberCounters {
-  int64_t received = 0;        // well-formed messages
-  int64_t malformed = 0;       // undecodable messages (skipped)
-  int64_t gaps = 0;            // messages missing according to seq
+  int64_t received = 0;   // well-formed messages
+  int64_t malformed = 0;  // undecodable messages (skipped)
+  int64_t gaps = 0;       // messages missing according to seq
   std::map<std::string, int64_t> gaps_by_topic;
-  std::string last_error;      // text of the last malformed message's error
+  std::string last_error;  // text of the last malformed message's error
 };
 
 class Subscriber {

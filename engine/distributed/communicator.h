@@ -30,12 +30,12 @@ class Communicator {
   // send[d] goes to rank d; on return recv[s] holds what rank s sent to this
   // rank. Sizes may differ per pair (and be zero).
   virtual void AllToAll(int rank, const std::vector<std::vector<float>>& send,
-                        std::vector<std::vector<float>>* recv, SpanRecorder* rec,
-                        const char* name, int layer) = 0;
+                        std::vector<std::vector<float>>* recv, SpanRecorder* rec, const char* name,
+                        int layer) = 0;
   // Element-wise sum over ranks, in place; every rank passes the same length.
   // The sum is taken in rank order, so every rank gets bit-identical results.
-  virtual void AllReduceSum(int rank, std::vector<float>* data, SpanRecorder* rec,
-                            const char* name, int layer) = 0;
+  virtual void AllReduceSum(int rank, std::vector<float>* data, SpanRecorder* rec, const char* name,
+                            int layer) = 0;
   // out = concatenation of every rank's `in`, in rank order.
   virtual void AllGather(int rank, const std::vector<float>& in, std::vector<float>* out,
                          SpanRecorder* rec, const char* name, int layer) = 0;

@@ -14,18 +14,18 @@
 namespace sy::engine {
 
 struct ModelConfig {
-  std::string name;          // preset name, e.g. "tiny"
-  int vocab = 260;           // 256 bytes + BOS, EOS, PAD, UNK (model/tokenizer.h)
+  std::string name;  // preset name, e.g. "tiny"
+  int vocab = 260;   // 256 bytes + BOS, EOS, PAD, UNK (model/tokenizer.h)
   int hidden = 256;
   int layers = 4;
-  int heads = 4;             // query heads
-  int kv_heads = 4;          // == heads for now (no GQA in the foundation)
+  int heads = 4;     // query heads
+  int kv_heads = 4;  // == heads for now (no GQA in the foundation)
   int head_dim = 64;
-  int experts = 16;          // routed experts per MoE layer
+  int experts = 16;  // routed experts per MoE layer
   int top_k = 2;
-  int expert_inter = 256;    // SwiGLU intermediate size of one routed expert
-  int shared_inter = 256;    // intermediate size of the shared expert (0: none)
-  int max_seq = 1024;        // longest sequence (prompt + output) a request may reach
+  int expert_inter = 256;  // SwiGLU intermediate size of one routed expert
+  int shared_inter = 256;  // intermediate size of the shared expert (0: none)
+  int max_seq = 1024;      // longest sequence (prompt + output) a request may reach
   float rope_theta = 10000.0f;
   float rms_eps = 1e-6f;
   bool norm_topk_prob = true;  // renormalise the top-k softmax weights to sum 1

@@ -33,7 +33,7 @@ namespace sy::engine {
 
 struct ModelRunnerOptions {
   int devices = 4;
-  uint64_t seed = 1;             // weights are a pure function of (config, seed)
+  uint64_t seed = 1;  // weights are a pure function of (config, seed)
   int kv_pages_per_device = 512;
   int page_size = 16;
 };
@@ -41,13 +41,13 @@ struct ModelRunnerOptions {
 // One request's slice of a step: a prompt chunk (prefill) or one token (decode).
 struct SeqInput {
   int64_t request_id = 0;
-  int device = 0;                // home device (DP attention rank)
-  std::vector<int32_t> tokens;   // the new tokens, positions start_pos.. start_pos+n-1
-  int start_pos = 0;             // tokens already in the KV cache for this request
-  std::vector<int32_t> pages;    // page table; covers start_pos + tokens.size() positions
-  bool sample = true;            // produce a next token (false for a non-final prefill chunk)
-  float temperature = 0.0f;      // 0: greedy
-  uint64_t sample_seed = 0;      // temperature sampling RNG seed for this position
+  int device = 0;               // home device (DP attention rank)
+  std::vector<int32_t> tokens;  // the new tokens, positions start_pos.. start_pos+n-1
+  int start_pos = 0;            // tokens already in the KV cache for this request
+  std::vector<int32_t> pages;   // page table; covers start_pos + tokens.size() positions
+  bool sample = true;           // produce a next token (false for a non-final prefill chunk)
+  float temperature = 0.0f;     // 0: greedy
+  uint64_t sample_seed = 0;     // temperature sampling RNG seed for this position
 };
 
 struct BatchInput {
@@ -61,10 +61,10 @@ struct SeqOutput {
 };
 
 struct StepOutput {
-  std::vector<SeqOutput> outputs;                    // same order as BatchInput::seqs
-  std::vector<std::vector<int64_t>> expert_counts;   // [layer][expert] routed tokens this step
-  std::vector<telemetry::Span> spans;                // all devices; empty at TraceLevel::kOff
-  int64_t comm_bytes = 0;                            // bytes moved by collectives this step
+  std::vector<SeqOutput> outputs;                   // same order as BatchInput::seqs
+  std::vector<std::vector<int64_t>> expert_counts;  // [layer][expert] routed tokens this step
+  std::vector<telemetry::Span> spans;               // all devices; empty at TraceLevel::kOff
+  int64_t comm_bytes = 0;                           // bytes moved by collectives this step
 };
 
 class ModelRunner {
@@ -79,7 +79,8 @@ class ModelRunner {
   virtual Result<StepOutput> Step(const BatchInput& batch, TraceLevel level) = 0;
 
   // Full next-token logits of the last token of each seq (for tests and
-  // sampling checks); same validation as Step.
+  // sampling checks), also for seqs with sample=false. This is a full forward:
+  // it writes K/V exactly as Step does. Same validation as Step.
   virtual Result<std::vector<std::vector<float>>> Logits(const BatchInput& batch) = 0;
 
   virtual const ModelConfig& config() const = 0;

@@ -7,9 +7,8 @@ namespace sy::engine {
 KvPool::KvPool(const KvPoolOptions& options)
     : options_(options), row_(static_cast<int64_t>(options.kv_heads) * options.head_dim) {
   assert(options.num_pages > 0 && options.page_size > 0 && options.layers > 0 && row_ > 0);
-  storage_.assign(static_cast<size_t>(options.num_pages) * options.layers * 2 * options.page_size *
-                      row_,
-                  0.0f);
+  storage_.assign(
+      static_cast<size_t>(options.num_pages) * options.layers * 2 * options.page_size * row_, 0.0f);
   free_.reserve(options.num_pages);
   // Highest id first so that Allocate hands out 0, 1, 2, ... on a fresh pool.
   for (int p = options.num_pages - 1; p >= 0; --p) free_.push_back(p);

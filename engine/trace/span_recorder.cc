@@ -8,9 +8,12 @@ namespace sy::engine {
 
 std::string_view TraceLevelName(TraceLevel level) {
   switch (level) {
-    case TraceLevel::kOff: return "off";
-    case TraceLevel::kSummary: return "summary";
-    case TraceLevel::kFull: return "full";
+    case TraceLevel::kOff:
+      return "off";
+    case TraceLevel::kSummary:
+      return "summary";
+    case TraceLevel::kFull:
+      return "full";
   }
   return "off";
 }

@@ -49,7 +49,12 @@ class SpanRecorder {
     Scope(SpanRecorder* rec, const char* name, int layer, int64_t tokens = 0, int64_t flops = 0,
           int64_t bytes = 0, const char* kind = "compute")
         : rec_(rec && rec->enabled() ? rec : nullptr),
-          name_(name), kind_(kind), layer_(layer), tokens_(tokens), flops_(flops), bytes_(bytes) {
+          name_(name),
+          kind_(kind),
+          layer_(layer),
+          tokens_(tokens),
+          flops_(flops),
+          bytes_(bytes) {
       if (rec_) start_ = Clock::now();
     }
     ~Scope() {

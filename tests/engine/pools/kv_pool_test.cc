@@ -7,7 +7,9 @@
 namespace sy::engine {
 namespace {
 
-KvPoolOptions Small() { return {.num_pages = 4, .page_size = 2, .layers = 2, .kv_heads = 1, .head_dim = 3}; }
+KvPoolOptions Small() {
+  return {.num_pages = 4, .page_size = 2, .layers = 2, .kv_heads = 1, .head_dim = 3};
+}
 
 TEST(KvPoolTest, AllocatesUntilExhaustedAndRefusesWithoutChange) {
   KvPool pool(Small());
