@@ -8,7 +8,13 @@
 // The thread writes in batched transactions (up to `batch_max` messages or
 // every `flush_ms`). A write error (disk full, I/O) stops writing, is kept in
 // status(), and further messages are counted as dropped; what was committed
-// stays intact.
+// stays intact (the failed transaction is rolled back). One Writer per file:
+// a second one is refused (FAILED_PRECONDITION) while the first is open.
+//
+// Run status: the first message of a run makes it "live"; EndRun() sets
+// "ended" or "abnormal"; the Writer's destructor ends the runs it made live;
+// a Writer opening a file whose runs are still "live" (their writer died)
+// marks them "interrupted".
 //
 // Reader: read-only access for replay and listing; several may coexist with a
 // live Writer (WAL).
@@ -37,37 +43,44 @@ struct WriterOptions {
   size_t queue_capacity = 200000;  // messages
   int batch_max = 4096;            // messages per transaction
   int flush_ms = 200;              // longest a message waits before commit
+  // Cap on the database size (0: none). Reaching it behaves exactly like a
+  // full disk (RESOURCE_EXHAUSTED, writing stops), so it bounds the store and
+  // lets tests exercise the disk-full path deterministically.
+  int64_t max_file_bytes = 0;
 };
 
 struct WriterCounters {
-  int64_t written = 0;   // messages committed
-  int64_t dropped = 0;   // queue full or writer stopped by an error
-  int64_t queued = 0;    // waiting now
+  // Items are messages, commands and EndRun calls.
+  int64_t written = 0;  // items committed
+  int64_t dropped = 0;  // queue full, lost in a failed transaction, or after writing stopped
+  int64_t queued = 0;   // waiting or being written now
 };
 
 // An operator command sent by the console and what came back.
 struct CommandRecord {
-  std::string run;     // run id it was sent to ("" if none known yet)
-  int64_t t_us = 0;    // engine time when known, else 0
-  int64_t unix_ms = 0; // console wall clock when sent
-  std::string text;    // as typed, e.g. "trace full"
-  std::string request; // JSON sent
+  std::string run;      // run id it was sent to ("" if none known yet)
+  int64_t t_us = 0;     // engine time when known, else 0
+  int64_t unix_ms = 0;  // console wall clock when sent
+  std::string text;     // as typed, e.g. "trace full"
+  std::string request;  // JSON sent
   bool ok = false;
-  std::string reply;   // JSON received, or the client-side error text
+  std::string reply;  // JSON received, or the client-side error text
 };
 
 class Writer {
  public:
   // Creates or migrates the file. UNAVAILABLE if it cannot be opened or
-  // written; DATA_LOSS if it is not a SQLite database or fails its check;
-  // FAILED_PRECONDITION if its schema is newer than this build.
+  // written; DATA_LOSS if it is not a SQLite database or not a Switchyard
+  // store; FAILED_PRECONDITION if its schema is newer than this build or
+  // another Writer has it open.
   static Result<std::unique_ptr<Writer>> Open(const std::string& path,
                                               const WriterOptions& options = {});
-  // Drains the queue (committing it), marks live runs "ended" unless
-  // MarkInterrupted was called, closes the file.
+  // Drains the queue (committing it), marks the runs this Writer saw and
+  // that are still live as "ended" (EndRun's verdict stands), closes the file.
   ~Writer();
 
   void Enqueue(telemetry::Message m);
+  // Not bounded by queue_capacity (operator actions are rare and kept).
   void RecordCommand(CommandRecord c);
   // Marks a run ended abnormally (engine lost) or ended normally.
   void EndRun(const std::string& run, bool abnormal);
@@ -88,13 +101,17 @@ class Writer {
 struct RunInfo {
   std::string id;
   int64_t started_unix_ms = 0;
-  int64_t duration_us = 0;     // last message time seen
-  std::string status;          // "live" | "ended" | "abnormal" | "interrupted"
-  std::string model;           // preset name
+  int64_t duration_us = 0;  // last message time seen
+  std::string status;       // "live" | "ended" | "abnormal" | "interrupted"
+  std::string model;        // preset name
   int devices = 0;
   int64_t steps = 0;
   int64_t requests = 0;
   int64_t spans = 0;
+  int64_t created_unix_ms = 0;  // console wall clock when the store first saw the run
+  int64_t ended_unix_ms = 0;    // 0 while live
+  int64_t store_dropped = 0;    // messages of this run the Writer dropped (queue full)
+  int64_t engine_dropped = 0;   // engine-side drops, from the latest Heartbeat
 };
 
 class Reader {

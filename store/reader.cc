@@ -1,0 +1,488 @@
+// store::Reader: listing runs and rebuilding the received telemetry::Message
+// values from rows, for replay through the console's normal pipeline.
+
+#include <algorithm>
+#include <filesystem>
+
+#include "store/schema.h"
+#include "store/sqlite.h"
+#include "store/store.h"
+
+namespace sy::store {
+
+using nlohmann::json;
+namespace tel = telemetry;
+
+namespace {
+
+constexpr std::string_view kRunColumns =
+    "SELECT id, started_unix_ms, last_t_us, status, model, devices, n_steps, n_requests, "
+    "n_spans, created_unix_ms, ifnull(ended_unix_ms, 0), store_dropped, engine_dropped "
+    "FROM runs ";
+
+RunInfo RunFromRow(const Stmt& st) {
+  RunInfo r;
+  r.id = st.Text(0);
+  r.started_unix_ms = st.Int(1);
+  r.duration_us = st.Int(2);
+  r.status = std::string(RunStatusName(st.Int(3)));
+  r.model = st.Text(4);
+  r.devices = static_cast<int>(st.Int(5));
+  r.steps = st.Int(6);
+  r.requests = st.Int(7);
+  r.spans = st.Int(8);
+  r.created_unix_ms = st.Int(9);
+  r.ended_unix_ms = st.Int(10);
+  r.store_dropped = st.Int(11);
+  r.engine_dropped = st.Int(12);
+  return r;
+}
+
+// Columns 0..2 of every message query are (seq, t_us, v).
+tel::Envelope EnvFromRow(const Stmt& st, const std::string& run) {
+  tel::Envelope e;
+  e.run = run;
+  e.seq = static_cast<uint64_t>(st.Int(0));
+  e.t_us = st.Int(1);
+  e.v = static_cast<int>(st.Int(2));
+  return e;
+}
+
+struct Timed {
+  int64_t t_us;
+  size_t topic;  // variant index: the stable topic order at equal t
+  uint64_t seq;
+  tel::Message m;
+};
+
+}  // namespace
+
+class Reader::Impl {
+ public:
+  explicit Impl(Db db) : db_(std::move(db)) {}
+
+  Result<std::vector<RunInfo>> ListRuns() {
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, std::string(kRunColumns) +
+                                                     "ORDER BY CASE WHEN started_unix_ms > 0 "
+                                                     "THEN started_unix_ms ELSE created_unix_ms "
+                                                     "END DESC, rid DESC"));
+    std::vector<RunInfo> out;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+      if (!row) break;
+      out.push_back(RunFromRow(st));
+    }
+    return out;
+  }
+
+  Result<RunInfo> GetRun(const std::string& id) {
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, std::string(kRunColumns) + "WHERE id = ?1"));
+    st.Bind(1, id);
+    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+    if (!row) return NoRun(id);
+    return RunFromRow(st);
+  }
+
+  Result<tel::Meta> GetMeta(const std::string& id) {
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, "SELECT meta_json FROM runs WHERE id = ?1"));
+    st.Bind(1, id);
+    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+    if (!row) return NoRun(id);
+    if (st.IsNull(0)) return NotFound("run '" + id + "' in " + db_.path() + " has no meta yet");
+    json j = json::parse(st.Text(0), nullptr, false);
+    ASSIGN_OR_RETURN(tel::Message m, Parse(tel::kTopicMeta, j, "runs.meta_json"));
+    return std::get<tel::Meta>(std::move(m));
+  }
+
+  Result<std::vector<tel::Message>> Messages(const std::string& id, int64_t from, int64_t to) {
+    // One read transaction: every table is read from the same snapshot even
+    // while the Writer commits.
+    RETURN_IF_ERROR(db_.Exec("BEGIN", "reading"));
+    std::vector<Timed> all;
+    Status s = ReadAll(id, from, to, all);
+    db_.Exec("COMMIT", "reading").IgnoreError();
+    if (!s.ok()) return s;
+    std::stable_sort(all.begin(), all.end(), [](const Timed& a, const Timed& b) {
+      if (a.t_us != b.t_us) return a.t_us < b.t_us;
+      if (a.topic != b.topic) return a.topic < b.topic;
+      return a.seq < b.seq;
+    });
+    std::vector<tel::Message> out;
+    out.reserve(all.size());
+    for (Timed& t : all) out.push_back(std::move(t.m));
+    return out;
+  }
+
+  Result<std::vector<CommandRecord>> Commands(const std::string& id) {
+    const char* base =
+        "SELECT ifnull(r.id, ''), c.t_us, c.unix_ms, c.text, c.request, c.ok, "
+        "c.reply FROM commands c LEFT JOIN runs r ON r.rid = c.run ";
+    Stmt st;
+    if (id.empty()) {
+      ASSIGN_OR_RETURN(st, Stmt::Prepare(db_, std::string(base) + "WHERE c.run IS NULL "
+                                                                  "ORDER BY c.id"));
+    } else {
+      ASSIGN_OR_RETURN(int64_t rid, Rid(id));
+      ASSIGN_OR_RETURN(st, Stmt::Prepare(db_, std::string(base) + "WHERE c.run = ?1 "
+                                                                  "ORDER BY c.id"));
+      st.Bind(1, rid);
+    }
+    std::vector<CommandRecord> out;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+      if (!row) break;
+      CommandRecord c;
+      c.run = st.Text(0);
+      c.t_us = st.Int(1);
+      c.unix_ms = st.Int(2);
+      c.text = st.Text(3);
+      c.request = st.Text(4);
+      c.ok = st.Int(5) != 0;
+      c.reply = st.Text(6);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  Status NoRun(const std::string& id) const {
+    return NotFound("no run '" + id + "' in " + db_.path());
+  }
+
+  Result<int64_t> Rid(const std::string& id) {
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, "SELECT rid FROM runs WHERE id = ?1"));
+    st.Bind(1, id);
+    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+    if (!row) return NoRun(id);
+    return st.Int(0);
+  }
+
+  Result<tel::Message> Parse(std::string_view topic, const json& j, std::string_view where) {
+    if (j.is_discarded())
+      return DataLoss(std::string(where) + " in " + db_.path() + " is not JSON");
+    Result<tel::Message> m = tel::FromJson(topic, j);
+    if (!m.ok()) {
+      return DataLoss(std::string(where) + " in " + db_.path() + ": " + m.status().message());
+    }
+    return m;
+  }
+
+  Status Corrupt(std::string_view table, int64_t id, std::string_view what) const {
+    return DataLoss(std::string(table) + " row " + std::to_string(id) + " in " + db_.path() + ": " +
+                    std::string(what));
+  }
+
+  // Runs `sql` (which selects seq, t_us, v first and filters on ?1 run,
+  // ?2 <= t_us < ?3) and hands each row to `row`.
+  template <typename F>
+  Status Each(const std::string& sql, int64_t rid, int64_t from, int64_t to, F&& row) {
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, sql));
+    st.Bind(1, rid).Bind(2, from).Bind(3, to);
+    for (;;) {
+      ASSIGN_OR_RETURN(bool more, st.Step("reading"));
+      if (!more) return Status::Ok();
+      RETURN_IF_ERROR(row(st));
+    }
+  }
+
+  template <typename T>
+  void Add(std::vector<Timed>& all, T m) {
+    tel::Message msg(std::move(m));
+    const tel::Envelope& e = tel::EnvelopeOf(msg);
+    all.push_back(Timed{e.t_us, msg.index(), e.seq, std::move(msg)});
+  }
+
+  Status ReadAll(const std::string& id, int64_t from, int64_t to, std::vector<Timed>& all);
+
+  Db db_;
+};
+
+Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
+                             std::vector<Timed>& all) {
+  ASSIGN_OR_RETURN(int64_t rid, Rid(id));
+  const std::string w = " WHERE run = ?1 AND t_us >= ?2 AND t_us < ?3 ORDER BY t_us, seq, id";
+
+  RETURN_IF_ERROR(Each("SELECT seq, t_us, v, body, id FROM metas" + w, rid, from, to,
+                       [&](const Stmt& st) -> Status {
+                         json j = json::parse(st.Text(3), nullptr, false);
+                         if (j.is_object()) {
+                           tel::Envelope e = EnvFromRow(st, id);
+                           j["v"] = e.v;
+                           j["run"] = e.run;
+                           j["seq"] = e.seq;
+                           j["t"] = e.t_us;
+                         }
+                         ASSIGN_OR_RETURN(tel::Message m, Parse(tel::kTopicMeta, j, "metas.body"));
+                         Add(all, std::move(std::get<tel::Meta>(m)));
+                         return Status::Ok();
+                       }));
+
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, step, start_us, dur_us, prefill_tokens, "
+           "decode_tokens, batch_requests, running, waiting, finished_total, "
+           "generated_total FROM steps" +
+               w,
+           rid, from, to, [&](const Stmt& st) -> Status {
+             tel::Step m;
+             m.env = EnvFromRow(st, id);
+             m.step = st.Int(3);
+             m.start_us = st.Int(4);
+             m.dur_us = st.Int(5);
+             m.prefill_tokens = static_cast<int>(st.Int(6));
+             m.decode_tokens = static_cast<int>(st.Int(7));
+             m.batch_requests = static_cast<int>(st.Int(8));
+             m.running = static_cast<int>(st.Int(9));
+             m.waiting = static_cast<int>(st.Int(10));
+             m.finished_total = st.Int(11);
+             m.generated_total = st.Int(12);
+             Add(all, std::move(m));
+             return Status::Ok();
+           }));
+
+  // Parent rows LEFT JOINed with their children (ordered by idx) so an empty
+  // list still yields its message; consecutive rows of one parent id group.
+  const std::string bw =
+      " WHERE b.run = ?1 AND b.t_us >= ?2 AND b.t_us < ?3 ORDER BY b.t_us, b.seq, b.id, c.idx";
+  {
+    std::optional<tel::Spans> cur;
+    int64_t cur_id = -1, want = 0;
+    auto finish = [&]() -> Status {
+      if (!cur) return Status::Ok();
+      if (static_cast<int64_t>(cur->spans.size()) != want) {
+        return Corrupt("span_batches", cur_id,
+                       "holds " + std::to_string(cur->spans.size()) + " of its " +
+                           std::to_string(want) + " spans");
+      }
+      Add(all, std::move(*cur));
+      cur.reset();
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(
+        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, c.layer, n.s, k.s, "
+             "c.start_us, c.dur_us, c.tokens, c.flops, c.bytes FROM span_batches b "
+             "LEFT JOIN spans c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
+             "LEFT JOIN names k ON k.id = c.kind" +
+                 bw,
+             rid, from, to, [&](const Stmt& st) -> Status {
+               if (st.Int(4) != cur_id) {
+                 RETURN_IF_ERROR(finish());
+                 cur.emplace();
+                 cur->env = EnvFromRow(st, id);
+                 cur->step = st.Int(3);
+                 cur_id = st.Int(4);
+                 want = st.Int(5);
+               }
+               if (st.IsNull(6)) return Status::Ok();
+               tel::Span s;
+               s.device = static_cast<int>(st.Int(7));
+               s.layer = static_cast<int>(st.Int(8));
+               s.name = st.Text(9);
+               s.kind = st.Text(10);
+               s.start_us = st.Int(11);
+               s.dur_us = st.Int(12);
+               s.tokens = st.Int(13);
+               s.flops = st.Int(14);
+               s.bytes = st.Int(15);
+               cur->spans.push_back(std::move(s));
+               return Status::Ok();
+             }));
+    RETURN_IF_ERROR(finish());
+  }
+  {
+    std::optional<tel::KernelStats> cur;
+    int64_t cur_id = -1, want = 0;
+    auto finish = [&]() -> Status {
+      if (!cur) return Status::Ok();
+      if (static_cast<int64_t>(cur->kernels.size()) != want) {
+        return Corrupt("kstat_batches", cur_id,
+                       "holds " + std::to_string(cur->kernels.size()) + " of its " +
+                           std::to_string(want) + " rows");
+      }
+      Add(all, std::move(*cur));
+      cur.reset();
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(
+        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, n.s, k.s, c.count, "
+             "c.total_us, c.max_us, c.flops, c.bytes FROM kstat_batches b "
+             "LEFT JOIN kernel_stats c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
+             "LEFT JOIN names k ON k.id = c.kind" +
+                 bw,
+             rid, from, to, [&](const Stmt& st) -> Status {
+               if (st.Int(4) != cur_id) {
+                 RETURN_IF_ERROR(finish());
+                 cur.emplace();
+                 cur->env = EnvFromRow(st, id);
+                 cur->step = st.Int(3);
+                 cur_id = st.Int(4);
+                 want = st.Int(5);
+               }
+               if (st.IsNull(6)) return Status::Ok();
+               tel::KernelStat k;
+               k.device = static_cast<int>(st.Int(7));
+               k.name = st.Text(8);
+               k.kind = st.Text(9);
+               k.count = static_cast<int>(st.Int(10));
+               k.total_us = st.Int(11);
+               k.max_us = st.Int(12);
+               k.flops = st.Int(13);
+               k.bytes = st.Int(14);
+               cur->kernels.push_back(std::move(k));
+               return Status::Ok();
+             }));
+    RETURN_IF_ERROR(finish());
+  }
+  {
+    std::optional<tel::Occupancy> cur;
+    int64_t cur_id = -1, want = 0;
+    auto finish = [&]() -> Status {
+      if (!cur) return Status::Ok();
+      if (static_cast<int64_t>(cur->devices.size()) != want) {
+        return Corrupt("occupancy", cur_id,
+                       "holds " + std::to_string(cur->devices.size()) + " of its " +
+                           std::to_string(want) + " devices");
+      }
+      Add(all, std::move(*cur));
+      cur.reset();
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(
+        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, b.running, b.waiting, "
+             "b.prefill_tokens, b.decode_tokens, c.device, c.kv_pages_used, c.kv_pages_total, "
+             "c.running FROM occupancy b LEFT JOIN occupancy_devices c ON c.occ = b.id" +
+                 bw,
+             rid, from, to, [&](const Stmt& st) -> Status {
+               if (st.Int(4) != cur_id) {
+                 RETURN_IF_ERROR(finish());
+                 cur.emplace();
+                 cur->env = EnvFromRow(st, id);
+                 cur->step = st.Int(3);
+                 cur->running = static_cast<int>(st.Int(7));
+                 cur->waiting = static_cast<int>(st.Int(8));
+                 cur->prefill_tokens = static_cast<int>(st.Int(9));
+                 cur->decode_tokens = static_cast<int>(st.Int(10));
+                 cur_id = st.Int(4);
+                 want = st.Int(5);
+               }
+               if (st.IsNull(6)) return Status::Ok();
+               tel::DeviceOccupancy d;
+               d.device = static_cast<int>(st.Int(11));
+               d.kv_pages_used = static_cast<int>(st.Int(12));
+               d.kv_pages_total = static_cast<int>(st.Int(13));
+               d.running = static_cast<int>(st.Int(14));
+               cur->devices.push_back(d);
+               return Status::Ok();
+             }));
+    RETURN_IF_ERROR(finish());
+  }
+
+  RETURN_IF_ERROR(Each("SELECT seq, t_us, v, step, counts, expert_device, id FROM expert_load" + w,
+                       rid, from, to, [&](const Stmt& st) -> Status {
+                         tel::ExpertLoad m;
+                         m.env = EnvFromRow(st, id);
+                         m.step = st.Int(3);
+                         Result<std::vector<std::vector<int64_t>>> counts = DecodeRows(st.Blob(4));
+                         if (!counts.ok()) {
+                           return Corrupt("expert_load", st.Int(6), counts.status().message());
+                         }
+                         Result<std::vector<std::vector<int64_t>>> dev = DecodeRows(st.Blob(5));
+                         if (!dev.ok() || dev->size() != 1) {
+                           return Corrupt("expert_load", st.Int(6), "bad expert_device blob");
+                         }
+                         m.counts = std::move(*counts);
+                         m.expert_device.assign((*dev)[0].begin(), (*dev)[0].end());
+                         Add(all, std::move(m));
+                         return Status::Ok();
+                       }));
+
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "
+           "arrival_us, ttft_us, tpot_us, e2e_us, finish FROM requests" +
+               w,
+           rid, from, to, [&](const Stmt& st) -> Status {
+             tel::RequestDone m;
+             m.env = EnvFromRow(st, id);
+             m.id = st.Int(3);
+             m.device = static_cast<int>(st.Int(4));
+             m.prompt_tokens = static_cast<int>(st.Int(5));
+             m.output_tokens = static_cast<int>(st.Int(6));
+             m.arrival_us = st.Int(7);
+             m.ttft_us = st.Int(8);
+             m.tpot_us = st.Int(9);
+             m.e2e_us = st.Int(10);
+             m.finish = st.Text(11);
+             Add(all, std::move(m));
+             return Status::Ok();
+           }));
+
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, kind, name, phase, message, detail, id FROM events" + w, rid, from,
+           to, [&](const Stmt& st) -> Status {
+             tel::Event m;
+             m.env = EnvFromRow(st, id);
+             m.kind = st.Text(3);
+             m.name = st.Text(4);
+             m.phase = st.Text(5);
+             m.message = st.Text(6);
+             m.detail = json::parse(st.Text(7), nullptr, false);
+             if (!m.detail.is_object()) {
+               return Corrupt("events", st.Int(8), "detail is not a JSON object");
+             }
+             Add(all, std::move(m));
+             return Status::Ok();
+           }));
+
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, interval_ms, state, sent_total, dropped_total, "
+           "dropped, step, id FROM heartbeats" +
+               w,
+           rid, from, to, [&](const Stmt& st) -> Status {
+             tel::Heartbeat m;
+             m.env = EnvFromRow(st, id);
+             m.interval_ms = static_cast<int>(st.Int(3));
+             m.state = st.Text(4);
+             m.sent_total = st.Int(5);
+             m.dropped_total = st.Int(6);
+             json d = json::parse(st.Text(7), nullptr, false);
+             try {
+               d.get_to(m.dropped);
+             } catch (const std::exception& e) {
+               return Corrupt("heartbeats", st.Int(9), std::string("bad dropped map: ") + e.what());
+             }
+             m.step = st.Int(8);
+             Add(all, std::move(m));
+             return Status::Ok();
+           }));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Reader>> Reader::Open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound("no store at " + path);
+  ASSIGN_OR_RETURN(Db db, Db::Open(path, SQLITE_OPEN_READONLY));
+  sqlite3_busy_timeout(db.get(), 5000);
+  ASSIGN_OR_RETURN(int version, CheckStore(db));
+  if (version == 0) return DataLoss(path + ": not a Switchyard store (empty database)");
+  if (version < kSchemaVersion) {
+    return FailedPrecondition(path + " has store schema v" + std::to_string(version) +
+                              "; open it once for writing to migrate it to v" +
+                              std::to_string(kSchemaVersion));
+  }
+  return std::unique_ptr<Reader>(new Reader(std::make_unique<Impl>(std::move(db))));
+}
+
+Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Reader::~Reader() = default;
+
+Result<std::vector<RunInfo>> Reader::ListRuns() { return impl_->ListRuns(); }
+Result<RunInfo> Reader::GetRun(const std::string& id) { return impl_->GetRun(id); }
+Result<telemetry::Meta> Reader::GetMeta(const std::string& id) { return impl_->GetMeta(id); }
+Result<std::vector<telemetry::Message>> Reader::Messages(const std::string& id, int64_t from_us,
+                                                         int64_t to_us) {
+  return impl_->Messages(id, from_us, to_us);
+}
+Result<std::vector<CommandRecord>> Reader::Commands(const std::string& id) {
+  return impl_->Commands(id);
+}
+
+}  // namespace sy::store

@@ -1,0 +1,448 @@
+#include "store/row_writer.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "store/schema.h"
+
+namespace sy::store {
+
+using nlohmann::json;
+namespace tel = telemetry;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+// Strings inside messages are not guaranteed UTF-8; never throw on dump.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Binds the envelope columns shared by every message table: (run, seq, t_us, v).
+Stmt& BindEnv(Stmt& st, int64_t rid, const tel::Envelope& e) {
+  return st.Bind(1, rid).Bind(2, static_cast<int64_t>(e.seq)).Bind(3, e.t_us).Bind(4, e.v);
+}
+
+// Steps a statement that returns one integer row (RETURNING / SELECT).
+// Returns -1 when there is no row.
+Result<int64_t> StepInt(Stmt& st) {
+  Result<bool> row = st.Step();
+  if (!row.ok()) return row.status();
+  int64_t v = *row ? st.Int(0) : -1;
+  st.Reset();
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RowWriter>> RowWriter::Open(const std::string& path,
+                                                   const WriterOptions& options) {
+  std::unique_ptr<RowWriter> w(new RowWriter());
+  RETURN_IF_ERROR(w->lock_.Acquire(path));
+  ASSIGN_OR_RETURN(w->db_, Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  // Readers (the console's replay) may hold the file briefly; wait, don't fail.
+  sqlite3_busy_timeout(w->db_.get(), 5000);
+  RETURN_IF_ERROR(CheckStore(w->db_).status());
+  ASSIGN_OR_RETURN(std::string mode, w->db_.QueryText("PRAGMA journal_mode = WAL", "opening"));
+  if (mode != "wal")
+    return Unavailable("cannot use WAL journal for " + path + " (got " + mode + ")");
+  // NORMAL in WAL mode: a commit is durable against process crashes, and
+  // against power loss up to the last checkpoint; no fsync per transaction.
+  RETURN_IF_ERROR(w->db_.Exec("PRAGMA synchronous = NORMAL", "opening"));
+  RETURN_IF_ERROR(Migrate(w->db_));
+  if (options.max_file_bytes > 0) {
+    ASSIGN_OR_RETURN(int64_t page, w->db_.QueryInt("PRAGMA page_size"));
+    int64_t pages = std::max<int64_t>(1, options.max_file_bytes / page);
+    RETURN_IF_ERROR(w->db_.QueryInt("PRAGMA max_page_count = " + std::to_string(pages)).status());
+  }
+  RETURN_IF_ERROR(w->Prepare());
+  // Whoever left these live can no longer finish them (one Writer per file).
+  RETURN_IF_ERROR(w->InTransaction([&] {
+    return w->db_.Exec(
+        "UPDATE runs SET status = " + std::to_string(static_cast<int>(RunStatus::kInterrupted)) +
+        ", ended_unix_ms = " + std::to_string(NowUnixMs()) +
+        " WHERE status = " + std::to_string(static_cast<int>(RunStatus::kLive)));
+  }));
+  return w;
+}
+
+RowWriter::FileLock::~FileLock() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status RowWriter::FileLock::Acquire(const std::string& path) {
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Unavailable("opening " + path + ": " + std::strerror(errno));
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return FailedPrecondition(path + " is already open for writing by another Writer");
+    }
+    return Unavailable("locking " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status RowWriter::Prepare() {
+  struct {
+    Stmt* st;
+    std::string_view sql;
+  } const all[] = {
+      {&upsert_run_,
+       "INSERT INTO runs (id, status, created_unix_ms) VALUES (?1, 0, ?2) "
+       "ON CONFLICT (id) DO UPDATE SET status = 0, ended_unix_ms = NULL RETURNING rid"},
+      {&find_run_, "SELECT rid FROM runs WHERE id = ?1"},
+      {&insert_run_,
+       "INSERT INTO runs (id, status, created_unix_ms) VALUES (?1, 0, ?2) RETURNING rid"},
+      {&end_run_, "UPDATE runs SET status = ?2, ended_unix_ms = ?3 WHERE id = ?1"},
+      {&update_run_,
+       "UPDATE runs SET last_t_us = max(last_t_us, ?2), n_steps = n_steps + ?3, "
+       "n_requests = n_requests + ?4, n_spans = n_spans + ?5 WHERE rid = ?1"},
+      {&update_run_meta_,
+       "UPDATE runs SET meta_json = ?2, model = ?3, devices = ?4, started_unix_ms = ?5 "
+       "WHERE rid = ?1"},
+      {&update_run_hb_, "UPDATE runs SET engine_sent = ?2, engine_dropped = ?3 WHERE rid = ?1"},
+      {&add_dropped_, "UPDATE runs SET store_dropped = store_dropped + ?2 WHERE rid = ?1"},
+      {&end_session_run_,
+       "UPDATE runs SET status = 1, ended_unix_ms = ?2 WHERE rid = ?1 AND status = 0"},
+      {&find_name_, "SELECT id FROM names WHERE s = ?1"},
+      {&insert_name_, "INSERT INTO names (s) VALUES (?1) RETURNING id"},
+      {&ins_meta_, "INSERT INTO metas (run, seq, t_us, v, body) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&ins_step_,
+       "INSERT INTO steps (run, seq, t_us, v, step, start_us, dur_us, prefill_tokens, "
+       "decode_tokens, batch_requests, running, waiting, finished_total, generated_total) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+      {&ins_span_batch_,
+       "INSERT INTO span_batches (run, seq, t_us, v, step, n) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&ins_span_,
+       "INSERT INTO spans (batch, idx, run, step, t_us, device, layer, name, kind, start_us, "
+       "dur_us, tokens, flops, bytes) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+      {&ins_kstat_batch_,
+       "INSERT INTO kstat_batches (run, seq, t_us, v, step, n) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&ins_kstat_,
+       "INSERT INTO kernel_stats (batch, idx, run, step, t_us, device, name, kind, count, "
+       "total_us, max_us, flops, bytes) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+      {&ins_occ_,
+       "INSERT INTO occupancy (run, seq, t_us, v, step, running, waiting, prefill_tokens, "
+       "decode_tokens, n) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+      {&ins_occ_dev_,
+       "INSERT INTO occupancy_devices (occ, idx, run, step, device, kv_pages_used, "
+       "kv_pages_total, running) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&ins_experts_,
+       "INSERT INTO expert_load (run, seq, t_us, v, step, layers, experts, counts, "
+       "expert_device) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&ins_request_,
+       "INSERT INTO requests (run, seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "
+       "arrival_us, ttft_us, tpot_us, e2e_us, finish) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+      {&ins_event_,
+       "INSERT INTO events (run, seq, t_us, v, kind, name, phase, message, detail) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&ins_heartbeat_,
+       "INSERT INTO heartbeats (run, seq, t_us, v, interval_ms, state, sent_total, "
+       "dropped_total, dropped, step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+      {&ins_command_,
+       "INSERT INTO commands (run, t_us, unix_ms, text, request, ok, reply) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+  };
+  for (const auto& p : all) {
+    ASSIGN_OR_RETURN(*p.st, Stmt::Prepare(db_, p.sql));
+  }
+  return Status::Ok();
+}
+
+Status RowWriter::InTransaction(const std::function<Status()>& body) {
+  RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+  Status s = body();
+  if (s.ok()) s = db_.Exec("COMMIT");
+  // SQLite may already have rolled back by itself (e.g. on SQLITE_FULL).
+  if (!s.ok() && sqlite3_get_autocommit(db_.get()) == 0) db_.Exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
+Status RowWriter::Write(const std::vector<Item>& items, const DropsByRun& drops) {
+  return InTransaction([&]() -> Status {
+    agg_.clear();
+    for (const Item& item : items) {
+      RETURN_IF_ERROR(std::visit([&](const auto& x) { return Put(x); }, item));
+    }
+    RETURN_IF_ERROR(ApplyDrops(drops));
+    return ApplyAggregates();
+  });
+}
+
+Status RowWriter::Close(const DropsByRun& drops) {
+  return InTransaction([&]() -> Status {
+    RETURN_IF_ERROR(ApplyDrops(drops));
+    int64_t now = NowUnixMs();
+    for (int64_t rid : live_) {
+      RETURN_IF_ERROR(end_session_run_.Bind(1, rid).Bind(2, now).Run());
+    }
+    return Status::Ok();
+  });
+}
+
+Result<int64_t> RowWriter::RunRid(const std::string& run, bool revive) {
+  auto it = rids_.find(run);
+  if (it != rids_.end() && (!revive || live_.count(it->second) > 0)) return it->second;
+  int64_t rid = -1;
+  if (revive) {
+    ASSIGN_OR_RETURN(rid, StepInt(upsert_run_.Bind(1, run).Bind(2, NowUnixMs())));
+    live_.insert(rid);
+  } else {
+    ASSIGN_OR_RETURN(rid, StepInt(find_run_.Bind(1, run)));
+    if (rid < 0) {
+      ASSIGN_OR_RETURN(rid, StepInt(insert_run_.Bind(1, run).Bind(2, NowUnixMs())));
+      live_.insert(rid);
+    }
+  }
+  if (rid < 0) return Internal("no rid for run '" + run + "' in " + db_.path());
+  rids_[run] = rid;
+  return rid;
+}
+
+Result<int64_t> RowWriter::NameId(const std::string& s) {
+  auto it = names_.find(s);
+  if (it != names_.end()) return it->second;
+  ASSIGN_OR_RETURN(int64_t id, StepInt(find_name_.Bind(1, s)));
+  if (id < 0) {
+    ASSIGN_OR_RETURN(id, StepInt(insert_name_.Bind(1, s)));
+  }
+  names_.emplace(s, id);
+  return id;
+}
+
+Status RowWriter::Put(const tel::Message& m) {
+  const tel::Envelope& env = tel::EnvelopeOf(m);
+  ASSIGN_OR_RETURN(int64_t rid, RunRid(env.run, /*revive=*/true));
+  RunAgg& agg = agg_[rid];
+  agg.last_t_us = std::max(agg.last_t_us, env.t_us);
+  return std::visit(Overloaded{
+                        [&](const tel::Meta& x) -> Status {
+                          json body = tel::ToJson(m);
+                          for (const char* k : {"v", "run", "seq", "t"}) body.erase(k);
+                          agg.meta = x;
+                          return BindEnv(ins_meta_, rid, env).Bind(5, Dump(body)).Run();
+                        },
+                        [&](const tel::Step& x) -> Status {
+                          ++agg.steps;
+                          return BindEnv(ins_step_, rid, env)
+                              .Bind(5, x.step)
+                              .Bind(6, x.start_us)
+                              .Bind(7, x.dur_us)
+                              .Bind(8, x.prefill_tokens)
+                              .Bind(9, x.decode_tokens)
+                              .Bind(10, x.batch_requests)
+                              .Bind(11, x.running)
+                              .Bind(12, x.waiting)
+                              .Bind(13, x.finished_total)
+                              .Bind(14, x.generated_total)
+                              .Run();
+                        },
+                        [&](const tel::Spans& x) -> Status {
+                          agg.spans += static_cast<int64_t>(x.spans.size());
+                          RETURN_IF_ERROR(BindEnv(ins_span_batch_, rid, env)
+                                              .Bind(5, x.step)
+                                              .Bind(6, static_cast<int64_t>(x.spans.size()))
+                                              .Run());
+                          int64_t batch = sqlite3_last_insert_rowid(db_.get());
+                          for (size_t i = 0; i < x.spans.size(); ++i) {
+                            const tel::Span& s = x.spans[i];
+                            ASSIGN_OR_RETURN(int64_t name, NameId(s.name));
+                            ASSIGN_OR_RETURN(int64_t kind, NameId(s.kind));
+                            RETURN_IF_ERROR(ins_span_.Bind(1, batch)
+                                                .Bind(2, static_cast<int64_t>(i))
+                                                .Bind(3, rid)
+                                                .Bind(4, x.step)
+                                                .Bind(5, env.t_us)
+                                                .Bind(6, s.device)
+                                                .Bind(7, s.layer)
+                                                .Bind(8, name)
+                                                .Bind(9, kind)
+                                                .Bind(10, s.start_us)
+                                                .Bind(11, s.dur_us)
+                                                .Bind(12, s.tokens)
+                                                .Bind(13, s.flops)
+                                                .Bind(14, s.bytes)
+                                                .Run());
+                          }
+                          return Status::Ok();
+                        },
+                        [&](const tel::KernelStats& x) -> Status {
+                          RETURN_IF_ERROR(BindEnv(ins_kstat_batch_, rid, env)
+                                              .Bind(5, x.step)
+                                              .Bind(6, static_cast<int64_t>(x.kernels.size()))
+                                              .Run());
+                          int64_t batch = sqlite3_last_insert_rowid(db_.get());
+                          for (size_t i = 0; i < x.kernels.size(); ++i) {
+                            const tel::KernelStat& k = x.kernels[i];
+                            ASSIGN_OR_RETURN(int64_t name, NameId(k.name));
+                            ASSIGN_OR_RETURN(int64_t kind, NameId(k.kind));
+                            RETURN_IF_ERROR(ins_kstat_.Bind(1, batch)
+                                                .Bind(2, static_cast<int64_t>(i))
+                                                .Bind(3, rid)
+                                                .Bind(4, x.step)
+                                                .Bind(5, env.t_us)
+                                                .Bind(6, k.device)
+                                                .Bind(7, name)
+                                                .Bind(8, kind)
+                                                .Bind(9, k.count)
+                                                .Bind(10, k.total_us)
+                                                .Bind(11, k.max_us)
+                                                .Bind(12, k.flops)
+                                                .Bind(13, k.bytes)
+                                                .Run());
+                          }
+                          return Status::Ok();
+                        },
+                        [&](const tel::Occupancy& x) -> Status {
+                          RETURN_IF_ERROR(BindEnv(ins_occ_, rid, env)
+                                              .Bind(5, x.step)
+                                              .Bind(6, x.running)
+                                              .Bind(7, x.waiting)
+                                              .Bind(8, x.prefill_tokens)
+                                              .Bind(9, x.decode_tokens)
+                                              .Bind(10, static_cast<int64_t>(x.devices.size()))
+                                              .Run());
+                          int64_t occ = sqlite3_last_insert_rowid(db_.get());
+                          for (size_t i = 0; i < x.devices.size(); ++i) {
+                            const tel::DeviceOccupancy& d = x.devices[i];
+                            RETURN_IF_ERROR(ins_occ_dev_.Bind(1, occ)
+                                                .Bind(2, static_cast<int64_t>(i))
+                                                .Bind(3, rid)
+                                                .Bind(4, x.step)
+                                                .Bind(5, d.device)
+                                                .Bind(6, d.kv_pages_used)
+                                                .Bind(7, d.kv_pages_total)
+                                                .Bind(8, d.running)
+                                                .Run());
+                          }
+                          return Status::Ok();
+                        },
+                        [&](const tel::ExpertLoad& x) -> Status {
+                          std::vector<std::vector<int64_t>> devices(1);
+                          devices[0].assign(x.expert_device.begin(), x.expert_device.end());
+                          int64_t experts =
+                              x.counts.empty() ? 0 : static_cast<int64_t>(x.counts[0].size());
+                          return BindEnv(ins_experts_, rid, env)
+                              .Bind(5, x.step)
+                              .Bind(6, static_cast<int64_t>(x.counts.size()))
+                              .Bind(7, experts)
+                              .BindBlob(8, EncodeRows(x.counts))
+                              .BindBlob(9, EncodeRows(devices))
+                              .Run();
+                        },
+                        [&](const tel::RequestDone& x) -> Status {
+                          ++agg.requests;
+                          return BindEnv(ins_request_, rid, env)
+                              .Bind(5, x.id)
+                              .Bind(6, x.device)
+                              .Bind(7, x.prompt_tokens)
+                              .Bind(8, x.output_tokens)
+                              .Bind(9, x.arrival_us)
+                              .Bind(10, x.ttft_us)
+                              .Bind(11, x.tpot_us)
+                              .Bind(12, x.e2e_us)
+                              .Bind(13, x.finish)
+                              .Run();
+                        },
+                        [&](const tel::Event& x) -> Status {
+                          return BindEnv(ins_event_, rid, env)
+                              .Bind(5, x.kind)
+                              .Bind(6, x.name)
+                              .Bind(7, x.phase)
+                              .Bind(8, x.message)
+                              .Bind(9, Dump(x.detail))
+                              .Run();
+                        },
+                        [&](const tel::Heartbeat& x) -> Status {
+                          agg.heartbeat = x;
+                          return BindEnv(ins_heartbeat_, rid, env)
+                              .Bind(5, x.interval_ms)
+                              .Bind(6, x.state)
+                              .Bind(7, x.sent_total)
+                              .Bind(8, x.dropped_total)
+                              .Bind(9, Dump(json(x.dropped)))
+                              .Bind(10, x.step)
+                              .Run();
+                        },
+                    },
+                    m);
+}
+
+Status RowWriter::Put(const CommandRecord& c) {
+  if (c.run.empty()) {
+    ins_command_.BindNull(1);
+  } else {
+    ASSIGN_OR_RETURN(int64_t rid, RunRid(c.run, /*revive=*/false));
+    ins_command_.Bind(1, rid);
+  }
+  return ins_command_.Bind(2, c.t_us)
+      .Bind(3, c.unix_ms)
+      .Bind(4, c.text)
+      .Bind(5, c.request)
+      .Bind(6, c.ok ? 1 : 0)
+      .Bind(7, c.reply)
+      .Run();
+}
+
+Status RowWriter::Put(const EndRunOp& e) {
+  auto status = e.abnormal ? RunStatus::kAbnormal : RunStatus::kEnded;
+  RETURN_IF_ERROR(
+      end_run_.Bind(1, e.run).Bind(2, static_cast<int>(status)).Bind(3, e.unix_ms).Run());
+  auto it = rids_.find(e.run);
+  if (it != rids_.end()) live_.erase(it->second);
+  return Status::Ok();
+}
+
+Status RowWriter::ApplyAggregates() {
+  for (const auto& [rid, a] : agg_) {
+    RETURN_IF_ERROR(update_run_.Bind(1, rid)
+                        .Bind(2, a.last_t_us)
+                        .Bind(3, a.steps)
+                        .Bind(4, a.requests)
+                        .Bind(5, a.spans)
+                        .Run());
+    if (a.meta) {
+      RETURN_IF_ERROR(update_run_meta_.Bind(1, rid)
+                          .Bind(2, Dump(tel::ToJson(*a.meta)))
+                          .Bind(3, a.meta->model.preset)
+                          .Bind(4, a.meta->devices)
+                          .Bind(5, a.meta->started_unix_ms)
+                          .Run());
+    }
+    if (a.heartbeat) {
+      RETURN_IF_ERROR(update_run_hb_.Bind(1, rid)
+                          .Bind(2, a.heartbeat->sent_total)
+                          .Bind(3, a.heartbeat->dropped_total)
+                          .Run());
+    }
+  }
+  agg_.clear();
+  return Status::Ok();
+}
+
+Status RowWriter::ApplyDrops(const DropsByRun& drops) {
+  for (const auto& [run, n] : drops) {
+    ASSIGN_OR_RETURN(int64_t rid, RunRid(run, /*revive=*/false));
+    RETURN_IF_ERROR(add_dropped_.Bind(1, rid).Bind(2, n).Run());
+  }
+  return Status::Ok();
+}
+
+}  // namespace sy::store

@@ -1,0 +1,162 @@
+// Files that are not ours, not SQLite, newer, empty or missing, and the
+// migration from an empty (v0) file.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "base/status_matchers.h"
+#include "store/schema.h"
+#include "store/store.h"
+#include "tests/store/store_test_util.h"
+
+namespace sy::store {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::sy::store::testing;
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f << bytes;
+}
+
+TEST(StoreSchema, GarbageFileIsDataLossWithPath) {
+  TempDir dir;
+  std::string path = dir.File("garbage.db");
+  std::string junk;
+  for (int i = 0; i < 8192; ++i) junk.push_back(static_cast<char>((i * 131 + 7) % 256));
+  WriteFile(path, junk);
+  EXPECT_THAT(Writer::Open(path),
+              StatusIs(StatusCode::kDataLoss, HasSubstr(path + " is not a SQLite database")));
+  EXPECT_THAT(Reader::Open(path), StatusIs(StatusCode::kDataLoss, HasSubstr(path)));
+  // Refusing did not touch the file.
+  std::ifstream f(path, std::ios::binary);
+  std::string after((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, junk);
+}
+
+TEST(StoreSchema, ShortTextFileIsDataLoss) {
+  TempDir dir;
+  std::string path = dir.File("notes.txt");
+  WriteFile(path, "hello, I am not a database\n");
+  EXPECT_THAT(Writer::Open(path), StatusIs(StatusCode::kDataLoss, HasSubstr(path)));
+  EXPECT_THAT(Reader::Open(path), StatusIs(StatusCode::kDataLoss, HasSubstr(path)));
+}
+
+TEST(StoreSchema, ForeignSqliteFileIsNotASwitchyardStore) {
+  TempDir dir;
+  std::string path = dir.File("other.db");
+  ASSERT_EQ(SqlText(path, "CREATE TABLE recipes (name TEXT)"), "");
+  EXPECT_THAT(Writer::Open(path),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not a Switchyard store")));
+  EXPECT_THAT(Reader::Open(path),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not a Switchyard store")));
+  // Not migrated behind the owner's back.
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "0");
+  EXPECT_EQ(SqlText(path, "SELECT count(*) FROM sqlite_master"), "1");
+
+  // A versioned file without our marker is refused too.
+  std::string versioned = dir.File("versioned.db");
+  ASSERT_EQ(SqlText(versioned, "CREATE TABLE t (x)"), "");
+  ASSERT_EQ(SqlText(versioned, "PRAGMA user_version = 1"), "");
+  EXPECT_THAT(Reader::Open(versioned),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not a Switchyard store")));
+  EXPECT_THAT(Writer::Open(versioned),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not a Switchyard store")));
+}
+
+TEST(StoreSchema, NewerSchemaIsRefused) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    (*w)->Enqueue(SampleMeta("r", 0, 0));
+  }
+  ASSERT_EQ(SqlText(path, "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1)), "");
+  EXPECT_THAT(Writer::Open(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("schema v2")));
+  EXPECT_THAT(Reader::Open(path), StatusIs(StatusCode::kFailedPrecondition, HasSubstr(path)));
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion + 1));
+  // The refused Writer did not mark anything.
+  EXPECT_EQ(SqlText(path, "SELECT status FROM runs WHERE id = 'r'"), "1");
+}
+
+TEST(StoreSchema, MissingFile) {
+  TempDir dir;
+  std::string path = dir.File("absent.db");
+  EXPECT_THAT(Reader::Open(path), StatusIs(StatusCode::kNotFound, HasSubstr(path)));
+  EXPECT_THAT(Writer::Open(dir.File("no/such/dir/runs.db")),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("no/such/dir/runs.db")));
+}
+
+TEST(StoreSchema, EmptyFileIsMigratedByWriterRefusedByReader) {
+  TempDir dir;
+  // A zero-byte file and a SQLite file with no tables are both version 0.
+  std::string zero = dir.File("zero.db");
+  WriteFile(zero, "");
+  std::string empty = dir.File("empty.db");
+  ASSERT_EQ(SqlText(empty, "PRAGMA page_size = 4096"), "");
+  ASSERT_EQ(SqlText(empty, "VACUUM"), "");
+  for (const std::string& path : {zero, empty}) {
+    SCOPED_TRACE(path);
+    EXPECT_THAT(Reader::Open(path),
+                StatusIs(StatusCode::kDataLoss, HasSubstr("not a Switchyard store")));
+    {
+      Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+      ASSERT_THAT(w, IsOk());
+    }
+    EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion));
+    EXPECT_EQ(SqlText(path, "SELECT value FROM store_info WHERE key = 'app'"), kStoreApp);
+    EXPECT_EQ(SqlText(path, "PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
+    Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+    ASSERT_THAT(r, IsOk());
+    Result<std::vector<RunInfo>> runs = (*r)->ListRuns();
+    ASSERT_THAT(runs, IsOk());
+    EXPECT_TRUE(runs->empty());
+  }
+  // Opening again does not migrate twice.
+  Result<std::unique_ptr<Writer>> again = Writer::Open(zero);
+  EXPECT_THAT(again, IsOk());
+}
+
+TEST(StoreSchema, CorruptRowsAreDataLossNotACrash) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    for (const auto& m : SampleRun("c")) (*w)->Enqueue(m);
+  }
+  ASSERT_EQ(SqlText(path, "UPDATE expert_load SET counts = x'ff' WHERE id = 1"), "");
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("expert_load row 1")));
+  ASSERT_EQ(SqlText(path, "DELETE FROM spans WHERE batch = 1 AND idx = 2"), "");
+  ASSERT_EQ(SqlText(path, "UPDATE expert_load SET counts = x'00'"), "");
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("span_batches row 1")));
+}
+
+TEST(StoreSchema, RowsCodecRoundTripsAndRejectsTruncation) {
+  std::vector<std::vector<int64_t>> rows = {
+      {}, {0, 1, -1, 127, 128, -129}, {INT64_MAX, INT64_MIN}, {42}};
+  std::string blob = EncodeRows(rows);
+  Result<std::vector<std::vector<int64_t>>> back = DecodeRows(blob);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(*back, rows);
+  for (size_t cut = 0; cut < blob.size(); ++cut) {
+    EXPECT_THAT(DecodeRows(blob.substr(0, cut)), StatusIs(StatusCode::kDataLoss)) << cut;
+  }
+  EXPECT_THAT(DecodeRows(blob + "x"), StatusIs(StatusCode::kDataLoss));
+  // A huge claimed row count must not allocate.
+  EXPECT_THAT(DecodeRows(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 9)),
+              StatusIs(StatusCode::kDataLoss));
+}
+
+}  // namespace
+}  // namespace sy::store
