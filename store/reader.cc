@@ -48,6 +48,12 @@ tel::Envelope EnvFromRow(const Stmt& st, const std::string& run) {
   return e;
 }
 
+// The slice Messages() reads: run `run` (row id `rid`), from <= t_us < to.
+struct Window {
+  const std::string& run;
+  int64_t rid, from, to;
+};
+
 struct Timed {
   int64_t t_us;
   size_t topic;  // variant index: the stable topic order at equal t
@@ -173,11 +179,11 @@ class Reader::Impl {
   }
 
   // Runs `sql` (which selects seq, t_us, v first and filters on ?1 run,
-  // ?2 <= t_us < ?3) and hands each row to `row`.
+  // ?2 <= t_us < ?3) over the window and hands each row to `row`.
   template <typename F>
-  Status Each(const std::string& sql, int64_t rid, int64_t from, int64_t to, F&& row) {
+  Status Each(const std::string& sql, const Window& w, F&& row) {
     ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_, sql));
-    st.Bind(1, rid).Bind(2, from).Bind(3, to);
+    st.Bind(1, w.rid).Bind(2, w.from).Bind(3, w.to);
     for (;;) {
       ASSIGN_OR_RETURN(bool more, st.Step("reading"));
       if (!more) return Status::Ok();
@@ -192,6 +198,50 @@ class Reader::Impl {
     all.push_back(Timed{e.t_us, msg.index(), e.seq, std::move(msg)});
   }
 
+  // Messages stored as a parent row plus child rows (spans, kernel_stats,
+  // occupancy_devices). `select` reads the parent `b` LEFT JOINed with its
+  // children `c`, so an empty list still yields its message, and selects
+  // b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx first; the window filter and
+  // an order that keeps each parent's rows consecutive (children by idx) are
+  // appended here. `read_parent(st, p)` reads the parent's own further
+  // columns; `read_child(st)` returns the child of a row whose c.idx is not
+  // NULL. A parent holding other than n children is DATA_LOSS naming `table`.
+  template <typename Parent, typename Child, typename ReadParent, typename ReadChild>
+  Status ReadGrouped(const std::string& select, std::string_view table,
+                     std::vector<Child> Parent::*children, std::string_view noun, const Window& w,
+                     std::vector<Timed>& all, ReadParent&& read_parent, ReadChild&& read_child) {
+    std::optional<Parent> cur;
+    int64_t cur_id = -1, want = 0;
+    auto finish = [&]() -> Status {
+      if (!cur) return Status::Ok();
+      size_t have = ((*cur).*children).size();
+      if (static_cast<int64_t>(have) != want) {
+        return Corrupt(table, cur_id,
+                       "holds " + std::to_string(have) + " of its " + std::to_string(want) + " " +
+                           std::string(noun));
+      }
+      Add(all, std::move(*cur));
+      cur.reset();
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(Each(select + " WHERE b.run = ?1 AND b.t_us >= ?2 AND b.t_us < ?3 "
+                                  "ORDER BY b.t_us, b.seq, b.id, c.idx",
+                         w, [&](const Stmt& st) -> Status {
+                           if (st.Int(4) != cur_id) {
+                             RETURN_IF_ERROR(finish());
+                             cur.emplace();
+                             cur->env = EnvFromRow(st, w.run);
+                             cur->step = st.Int(3);
+                             read_parent(st, *cur);
+                             cur_id = st.Int(4);
+                             want = st.Int(5);
+                           }
+                           if (!st.IsNull(6)) ((*cur).*children).push_back(read_child(st));
+                           return Status::Ok();
+                         }));
+    return finish();
+  }
+
   Status ReadAll(const std::string& id, int64_t from, int64_t to, std::vector<Timed>& all);
 
   Db db_;
@@ -200,29 +250,30 @@ class Reader::Impl {
 Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
                              std::vector<Timed>& all) {
   ASSIGN_OR_RETURN(int64_t rid, Rid(id));
-  const std::string w = " WHERE run = ?1 AND t_us >= ?2 AND t_us < ?3 ORDER BY t_us, seq, id";
+  const Window w{id, rid, from, to};
+  const std::string where = " WHERE run = ?1 AND t_us >= ?2 AND t_us < ?3 ORDER BY t_us, seq, id";
 
-  RETURN_IF_ERROR(Each("SELECT seq, t_us, v, body, id FROM metas" + w, rid, from, to,
-                       [&](const Stmt& st) -> Status {
-                         json j = json::parse(st.Text(3), nullptr, false);
-                         if (j.is_object()) {
-                           tel::Envelope e = EnvFromRow(st, id);
-                           j["v"] = e.v;
-                           j["run"] = e.run;
-                           j["seq"] = e.seq;
-                           j["t"] = e.t_us;
-                         }
-                         ASSIGN_OR_RETURN(tel::Message m, Parse(tel::kTopicMeta, j, "metas.body"));
-                         Add(all, std::move(std::get<tel::Meta>(m)));
-                         return Status::Ok();
-                       }));
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, body, id FROM metas" + where, w, [&](const Stmt& st) -> Status {
+        json j = json::parse(st.Text(3), nullptr, false);
+        if (j.is_object()) {
+          tel::Envelope e = EnvFromRow(st, id);
+          j["v"] = e.v;
+          j["run"] = e.run;
+          j["seq"] = e.seq;
+          j["t"] = e.t_us;
+        }
+        ASSIGN_OR_RETURN(tel::Message m, Parse(tel::kTopicMeta, j, "metas.body"));
+        Add(all, std::move(std::get<tel::Meta>(m)));
+        return Status::Ok();
+      }));
 
   RETURN_IF_ERROR(
       Each("SELECT seq, t_us, v, step, start_us, dur_us, prefill_tokens, "
            "decode_tokens, batch_requests, running, waiting, finished_total, "
            "generated_total FROM steps" +
-               w,
-           rid, from, to, [&](const Stmt& st) -> Status {
+               where,
+           w, [&](const Stmt& st) -> Status {
              tel::Step m;
              m.env = EnvFromRow(st, id);
              m.step = st.Int(3);
@@ -239,167 +290,91 @@ Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
              return Status::Ok();
            }));
 
-  // Parent rows LEFT JOINed with their children (ordered by idx) so an empty
-  // list still yields its message; consecutive rows of one parent id group.
-  const std::string bw =
-      " WHERE b.run = ?1 AND b.t_us >= ?2 AND b.t_us < ?3 ORDER BY b.t_us, b.seq, b.id, c.idx";
-  {
-    std::optional<tel::Spans> cur;
-    int64_t cur_id = -1, want = 0;
-    auto finish = [&]() -> Status {
-      if (!cur) return Status::Ok();
-      if (static_cast<int64_t>(cur->spans.size()) != want) {
-        return Corrupt("span_batches", cur_id,
-                       "holds " + std::to_string(cur->spans.size()) + " of its " +
-                           std::to_string(want) + " spans");
-      }
-      Add(all, std::move(*cur));
-      cur.reset();
-      return Status::Ok();
-    };
-    RETURN_IF_ERROR(
-        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, c.layer, n.s, k.s, "
-             "c.start_us, c.dur_us, c.tokens, c.flops, c.bytes FROM span_batches b "
-             "LEFT JOIN spans c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
-             "LEFT JOIN names k ON k.id = c.kind" +
-                 bw,
-             rid, from, to, [&](const Stmt& st) -> Status {
-               if (st.Int(4) != cur_id) {
-                 RETURN_IF_ERROR(finish());
-                 cur.emplace();
-                 cur->env = EnvFromRow(st, id);
-                 cur->step = st.Int(3);
-                 cur_id = st.Int(4);
-                 want = st.Int(5);
-               }
-               if (st.IsNull(6)) return Status::Ok();
-               tel::Span s;
-               s.device = static_cast<int>(st.Int(7));
-               s.layer = static_cast<int>(st.Int(8));
-               s.name = st.Text(9);
-               s.kind = st.Text(10);
-               s.start_us = st.Int(11);
-               s.dur_us = st.Int(12);
-               s.tokens = st.Int(13);
-               s.flops = st.Int(14);
-               s.bytes = st.Int(15);
-               cur->spans.push_back(std::move(s));
-               return Status::Ok();
-             }));
-    RETURN_IF_ERROR(finish());
-  }
-  {
-    std::optional<tel::KernelStats> cur;
-    int64_t cur_id = -1, want = 0;
-    auto finish = [&]() -> Status {
-      if (!cur) return Status::Ok();
-      if (static_cast<int64_t>(cur->kernels.size()) != want) {
-        return Corrupt("kstat_batches", cur_id,
-                       "holds " + std::to_string(cur->kernels.size()) + " of its " +
-                           std::to_string(want) + " rows");
-      }
-      Add(all, std::move(*cur));
-      cur.reset();
-      return Status::Ok();
-    };
-    RETURN_IF_ERROR(
-        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, n.s, k.s, c.count, "
-             "c.total_us, c.max_us, c.flops, c.bytes FROM kstat_batches b "
-             "LEFT JOIN kernel_stats c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
-             "LEFT JOIN names k ON k.id = c.kind" +
-                 bw,
-             rid, from, to, [&](const Stmt& st) -> Status {
-               if (st.Int(4) != cur_id) {
-                 RETURN_IF_ERROR(finish());
-                 cur.emplace();
-                 cur->env = EnvFromRow(st, id);
-                 cur->step = st.Int(3);
-                 cur_id = st.Int(4);
-                 want = st.Int(5);
-               }
-               if (st.IsNull(6)) return Status::Ok();
-               tel::KernelStat k;
-               k.device = static_cast<int>(st.Int(7));
-               k.name = st.Text(8);
-               k.kind = st.Text(9);
-               k.count = static_cast<int>(st.Int(10));
-               k.total_us = st.Int(11);
-               k.max_us = st.Int(12);
-               k.flops = st.Int(13);
-               k.bytes = st.Int(14);
-               cur->kernels.push_back(std::move(k));
-               return Status::Ok();
-             }));
-    RETURN_IF_ERROR(finish());
-  }
-  {
-    std::optional<tel::Occupancy> cur;
-    int64_t cur_id = -1, want = 0;
-    auto finish = [&]() -> Status {
-      if (!cur) return Status::Ok();
-      if (static_cast<int64_t>(cur->devices.size()) != want) {
-        return Corrupt("occupancy", cur_id,
-                       "holds " + std::to_string(cur->devices.size()) + " of its " +
-                           std::to_string(want) + " devices");
-      }
-      Add(all, std::move(*cur));
-      cur.reset();
-      return Status::Ok();
-    };
-    RETURN_IF_ERROR(
-        Each("SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, b.running, b.waiting, "
-             "b.prefill_tokens, b.decode_tokens, c.device, c.kv_pages_used, c.kv_pages_total, "
-             "c.running FROM occupancy b LEFT JOIN occupancy_devices c ON c.occ = b.id" +
-                 bw,
-             rid, from, to, [&](const Stmt& st) -> Status {
-               if (st.Int(4) != cur_id) {
-                 RETURN_IF_ERROR(finish());
-                 cur.emplace();
-                 cur->env = EnvFromRow(st, id);
-                 cur->step = st.Int(3);
-                 cur->running = static_cast<int>(st.Int(7));
-                 cur->waiting = static_cast<int>(st.Int(8));
-                 cur->prefill_tokens = static_cast<int>(st.Int(9));
-                 cur->decode_tokens = static_cast<int>(st.Int(10));
-                 cur_id = st.Int(4);
-                 want = st.Int(5);
-               }
-               if (st.IsNull(6)) return Status::Ok();
-               tel::DeviceOccupancy d;
-               d.device = static_cast<int>(st.Int(11));
-               d.kv_pages_used = static_cast<int>(st.Int(12));
-               d.kv_pages_total = static_cast<int>(st.Int(13));
-               d.running = static_cast<int>(st.Int(14));
-               cur->devices.push_back(d);
-               return Status::Ok();
-             }));
-    RETURN_IF_ERROR(finish());
-  }
+  RETURN_IF_ERROR(ReadGrouped(
+      "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, c.layer, n.s, k.s, "
+      "c.start_us, c.dur_us, c.tokens, c.flops, c.bytes FROM span_batches b "
+      "LEFT JOIN spans c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
+      "LEFT JOIN names k ON k.id = c.kind",
+      "span_batches", &tel::Spans::spans, "spans", w, all, [](const Stmt&, tel::Spans&) {},
+      [](const Stmt& st) {
+        tel::Span s;
+        s.device = static_cast<int>(st.Int(7));
+        s.layer = static_cast<int>(st.Int(8));
+        s.name = st.Text(9);
+        s.kind = st.Text(10);
+        s.start_us = st.Int(11);
+        s.dur_us = st.Int(12);
+        s.tokens = st.Int(13);
+        s.flops = st.Int(14);
+        s.bytes = st.Int(15);
+        return s;
+      }));
 
-  RETURN_IF_ERROR(Each("SELECT seq, t_us, v, step, counts, expert_device, id FROM expert_load" + w,
-                       rid, from, to, [&](const Stmt& st) -> Status {
-                         tel::ExpertLoad m;
-                         m.env = EnvFromRow(st, id);
-                         m.step = st.Int(3);
-                         Result<std::vector<std::vector<int64_t>>> counts = DecodeRows(st.Blob(4));
-                         if (!counts.ok()) {
-                           return Corrupt("expert_load", st.Int(6), counts.status().message());
-                         }
-                         Result<std::vector<std::vector<int64_t>>> dev = DecodeRows(st.Blob(5));
-                         if (!dev.ok() || dev->size() != 1) {
-                           return Corrupt("expert_load", st.Int(6), "bad expert_device blob");
-                         }
-                         m.counts = std::move(*counts);
-                         m.expert_device.assign((*dev)[0].begin(), (*dev)[0].end());
-                         Add(all, std::move(m));
-                         return Status::Ok();
-                       }));
+  RETURN_IF_ERROR(ReadGrouped(
+      "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, n.s, k.s, c.count, "
+      "c.total_us, c.max_us, c.flops, c.bytes FROM kstat_batches b "
+      "LEFT JOIN kernel_stats c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
+      "LEFT JOIN names k ON k.id = c.kind",
+      "kstat_batches", &tel::KernelStats::kernels, "rows", w, all,
+      [](const Stmt&, tel::KernelStats&) {},
+      [](const Stmt& st) {
+        tel::KernelStat k;
+        k.device = static_cast<int>(st.Int(7));
+        k.name = st.Text(8);
+        k.kind = st.Text(9);
+        k.count = static_cast<int>(st.Int(10));
+        k.total_us = st.Int(11);
+        k.max_us = st.Int(12);
+        k.flops = st.Int(13);
+        k.bytes = st.Int(14);
+        return k;
+      }));
+
+  RETURN_IF_ERROR(ReadGrouped(
+      "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, b.running, b.waiting, "
+      "b.prefill_tokens, b.decode_tokens, c.device, c.kv_pages_used, c.kv_pages_total, "
+      "c.running FROM occupancy b LEFT JOIN occupancy_devices c ON c.occ = b.id",
+      "occupancy", &tel::Occupancy::devices, "devices", w, all,
+      [](const Stmt& st, tel::Occupancy& o) {
+        o.running = static_cast<int>(st.Int(7));
+        o.waiting = static_cast<int>(st.Int(8));
+        o.prefill_tokens = static_cast<int>(st.Int(9));
+        o.decode_tokens = static_cast<int>(st.Int(10));
+      },
+      [](const Stmt& st) {
+        tel::DeviceOccupancy d;
+        d.device = static_cast<int>(st.Int(11));
+        d.kv_pages_used = static_cast<int>(st.Int(12));
+        d.kv_pages_total = static_cast<int>(st.Int(13));
+        d.running = static_cast<int>(st.Int(14));
+        return d;
+      }));
+
+  RETURN_IF_ERROR(
+      Each("SELECT seq, t_us, v, step, counts, expert_device, id FROM expert_load" + where, w,
+           [&](const Stmt& st) -> Status {
+             tel::ExpertLoad m;
+             m.env = EnvFromRow(st, id);
+             m.step = st.Int(3);
+             Result<std::vector<std::vector<int64_t>>> counts = DecodeRows(st.Blob(4));
+             if (!counts.ok()) {
+               return Corrupt("expert_load", st.Int(6), counts.status().message());
+             }
+             Result<std::vector<std::vector<int64_t>>> dev = DecodeRows(st.Blob(5));
+             if (!dev.ok() || dev->size() != 1) {
+               return Corrupt("expert_load", st.Int(6), "bad expert_device blob");
+             }
+             m.counts = std::move(*counts);
+             m.expert_device.assign((*dev)[0].begin(), (*dev)[0].end());
+             Add(all, std::move(m));
+             return Status::Ok();
+           }));
 
   RETURN_IF_ERROR(
       Each("SELECT seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "
            "arrival_us, ttft_us, tpot_us, e2e_us, finish FROM requests" +
-               w,
-           rid, from, to, [&](const Stmt& st) -> Status {
+               where,
+           w, [&](const Stmt& st) -> Status {
              tel::RequestDone m;
              m.env = EnvFromRow(st, id);
              m.id = st.Int(3);
@@ -416,8 +391,8 @@ Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
            }));
 
   RETURN_IF_ERROR(
-      Each("SELECT seq, t_us, v, kind, name, phase, message, detail, id FROM events" + w, rid, from,
-           to, [&](const Stmt& st) -> Status {
+      Each("SELECT seq, t_us, v, kind, name, phase, message, detail, id FROM events" + where, w,
+           [&](const Stmt& st) -> Status {
              tel::Event m;
              m.env = EnvFromRow(st, id);
              m.kind = st.Text(3);
@@ -435,8 +410,8 @@ Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
   RETURN_IF_ERROR(
       Each("SELECT seq, t_us, v, interval_ms, state, sent_total, dropped_total, "
            "dropped, step, id FROM heartbeats" +
-               w,
-           rid, from, to, [&](const Stmt& st) -> Status {
+               where,
+           w, [&](const Stmt& st) -> Status {
              tel::Heartbeat m;
              m.env = EnvFromRow(st, id);
              m.interval_ms = static_cast<int>(st.Int(3));

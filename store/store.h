@@ -4,7 +4,9 @@
 // migrations are documented in docs/STORE.md.
 //
 // Writer: owns a writer thread and a bounded queue. Enqueue() never blocks:
-// beyond `queue_capacity` the message is dropped and counted (never silent).
+// beyond `queue_capacity` messages, or when the message would take the
+// queue's estimated size past `queue_max_bytes`, it is dropped and counted
+// (never silent).
 // The thread writes in batched transactions (up to `batch_max` messages or
 // every `flush_ms`). A write error (disk full, I/O) stops writing, is kept in
 // status(), and further messages are counted as dropped; what was committed
@@ -41,8 +43,16 @@ inline constexpr int kSchemaVersion = 1;
 
 struct WriterOptions {
   size_t queue_capacity = 200000;  // messages
-  int batch_max = 4096;            // messages per transaction
-  int flush_ms = 200;              // longest a message waits before commit
+  // Second bound on the queue: an estimate of the memory of the messages
+  // waiting or being written (0: none); whichever bound is reached first
+  // drops. The message count alone does not bound memory: at trace level
+  // full one Spans message is ~10-20 KB, so 200000 of them could hold
+  // gigabytes. 64 MiB holds seconds of full tracing at the engine's rate,
+  // enough to ride out a slow commit or a checkpoint; a longer stall drops
+  // rather than growing without limit.
+  size_t queue_max_bytes = 64 << 20;
+  int batch_max = 4096;  // messages per transaction
+  int flush_ms = 200;    // longest a message waits before commit
   // Cap on the database size (0: none). Reaching it behaves exactly like a
   // full disk (RESOURCE_EXHAUSTED, writing stops), so it bounds the store and
   // lets tests exercise the disk-full path deterministically.
@@ -80,7 +90,8 @@ class Writer {
   ~Writer();
 
   void Enqueue(telemetry::Message m);
-  // Not bounded by queue_capacity (operator actions are rare and kept).
+  // Not bounded by queue_capacity or queue_max_bytes (operator actions are
+  // rare and kept).
   void RecordCommand(CommandRecord c);
   // Marks a run ended abnormally (engine lost) or ended normally.
   void EndRun(const std::string& run, bool abnormal);

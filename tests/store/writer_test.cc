@@ -1,5 +1,6 @@
 // Writer behaviour on real files: commit timing (Flush), run status
-// transitions, a writer killed mid-run, queue-full drops and a full disk.
+// transitions, a writer killed mid-run, queue-full drops (by count and by
+// bytes) and a full disk.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -192,6 +193,78 @@ TEST(StoreWriter, FullQueueDropsAndCounts) {
   Result<std::vector<CommandRecord>> cmds = (*r)->Commands("d");
   ASSERT_THAT(cmds, IsOk());
   EXPECT_EQ(cmds->size(), 1u);
+}
+
+// The byte cap, held the same way: no timer and batch_max above what fits,
+// so nothing drains while we enqueue. Each 200-span message is estimated at
+// a little over 200 * sizeof(Span), so a cap of 2.5 of those admits two.
+TEST(StoreWriter, ByteCapDropsBigMessagesAndCounts) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  constexpr int kSpans = 200;
+  const size_t one = kSpans * sizeof(tel::Span);
+  {
+    WriterOptions o;
+    o.queue_max_bytes = one * 5 / 2;
+    o.batch_max = 100;
+    o.flush_ms = kNever;
+    auto w = MustOpenWriter(path, o);
+    ASSERT_NE(w, nullptr);
+    for (int i = 0; i < 6; ++i) w->Enqueue(SampleSpans("b", i, i, i, kSpans));
+    WriterCounters c = w->counters();
+    EXPECT_EQ(c.queued, 2);
+    EXPECT_EQ(c.dropped, 4);
+    EXPECT_EQ(c.written, 0);
+    // A small message still fits in what is left; the message cap is far away.
+    w->Enqueue(SampleSpans("b", 6, 6, 6, 1));
+    EXPECT_EQ(w->counters().queued, 3);
+    // Bigger than the whole cap: never admitted, even into an empty queue.
+    w->Enqueue(SampleSpans("b", 7, 7, 7, 3 * kSpans));
+    // Commands and EndRun are not bounded by bytes either.
+    w->RecordCommand(CommandRecord{"b", 0, 1, "pause", "{}", true, "{}"});
+    w->Flush();
+    c = w->counters();
+    EXPECT_EQ(c.written, 4);
+    EXPECT_EQ(c.dropped, 5);
+    EXPECT_EQ(c.queued, 0);
+    // The committed batch released its bytes: two big ones fit again.
+    for (int i = 8; i < 11; ++i) w->Enqueue(SampleSpans("b", i, i, i, kSpans));
+    EXPECT_EQ(w->counters().queued, 2);
+    EXPECT_EQ(w->counters().dropped, 6);
+    w->Flush();
+    EXPECT_EQ(w->counters().written, 6);
+    w->Enqueue(SampleSpans("b", 7, 7, 7, 3 * kSpans));
+    EXPECT_EQ(w->counters().dropped, 7);
+    EXPECT_THAT(w->status(), IsOk());
+  }
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  Result<RunInfo> info = (*r)->GetRun("b");
+  ASSERT_THAT(info, IsOk());
+  EXPECT_EQ(info->store_dropped, 7);
+  EXPECT_EQ(info->spans, 4 * kSpans + 1);
+  EXPECT_EQ(MessageCount(path, "b"), 5u);
+  Result<std::vector<CommandRecord>> cmds = (*r)->Commands("b");
+  ASSERT_THAT(cmds, IsOk());
+  EXPECT_EQ(cmds->size(), 1u);
+}
+
+// queue_max_bytes = 0 turns the byte cap off: only queue_capacity bounds.
+TEST(StoreWriter, ZeroByteCapMeansNoByteBound) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  WriterOptions o;
+  o.queue_max_bytes = 0;
+  o.queue_capacity = 3;
+  o.batch_max = 100;
+  o.flush_ms = kNever;
+  auto w = MustOpenWriter(path, o);
+  ASSERT_NE(w, nullptr);
+  for (int i = 0; i < 4; ++i) w->Enqueue(SampleSpans("z", i, i, i, 1000));
+  EXPECT_EQ(w->counters().queued, 3);
+  EXPECT_EQ(w->counters().dropped, 1);
+  w->Flush();
+  EXPECT_EQ(w->counters().written, 3);
 }
 
 // A size cap (max_file_bytes) behaves like a full disk: deterministic.
