@@ -81,6 +81,13 @@ def main():
         harness.wait_for(lambda: control.call("status")["result"]["step"] > step, 10,
                          "engine to step again")
 
+        # Resize: the frame is redrawn to the new size, header and status intact.
+        tmux.run("resize-window", "-t", "sy", "-x", "120", "-y", "36")
+        wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 120x36")
+        assert len(tmux.screen().splitlines()) >= 35, tmux.screen()
+        tmux.run("resize-window", "-t", "sy", "-x", "80", "-y", "24")
+        wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 80x24")
+
         tmux.keys("2")  # kernels view: one lane per device
         for d in range(4):
             wait_screen(tmux, rf"(dev|d|gpu)\s?{d}\b", 10, f"kernel lane of device {d}")
@@ -105,8 +112,29 @@ def main():
     c = sqlite3.connect(db)
     runs = c.execute("select id, n_steps from runs").fetchall()
     assert len(runs) == 1 and runs[0][1] > 0, runs
-    print(f"ok: dashboard ran, paused and resumed; run {runs[0][0]} recorded "
-          f"with {runs[0][1]} steps")
+    c.close()
+
+    # The stored run replays through the same views.
+    tmux.run("kill-server", check=False)
+    subprocess.run(["tmux", "-S", tmux.sock, "new-session", "-d", "-s", "sy", "-x", "80",
+                    "-y", "24", f"{harness.console_bin()} --replay {db}; sleep 30"],
+                   check=True, env=env)
+    try:
+        wait_screen(tmux, r"REPLAY [0-9.]+s/[0-9.]+s", 10, "replay header")
+        tmux.keys("End")
+        wait_screen(tmux, r"REPLAY ([0-9.]+)s/\1s", 10, "seek to the end")
+        tmux.keys("2")
+        wait_screen(tmux, r"dev3", 10, "kernel lanes in replay")
+        tmux.keys("q")
+        harness.wait_for(lambda: "moe-console" not in _panes(tmux), 10, "replay console to quit")
+    finally:
+        tmux.run("kill-server", check=False)
+    print(f"ok: dashboard ran, paused, resumed and resized; run {runs[0][0]} recorded "
+          f"with {runs[0][1]} steps and replayed")
+
+
+def _panes(tmux):
+    return tmux.run("list-panes", "-a", "-F", "#{pane_current_command}", check=False).stdout
 
 
 def _can_bind(sock, endpoint):
