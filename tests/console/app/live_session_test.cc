@@ -54,6 +54,23 @@ class ConsoleLiveSession : public ::testing::Test {
     (*p)->SetState("running", 0);
     return std::move(p).value();
   }
+  static bool LogHas(LiveSession& s, const std::string& text) {
+    for (const auto& l : s.collector().TakeSnapshot().log) {
+      if (l.text == text) return true;
+    }
+    return false;
+  }
+  // Ends the session (closing its store) and reads back the run's status.
+  std::string FinishAndReadStatus(Result<std::unique_ptr<LiveSession>>& live) {
+    (*live)->Finish();
+    live->reset();
+    auto reader = store::Reader::Open(db_);
+    EXPECT_THAT(reader, IsOk());
+    if (!reader.ok()) return "";
+    auto run = (*reader)->GetRun("live-run");
+    EXPECT_THAT(run, IsOk());
+    return run.ok() ? run->status : "";
+  }
   LiveOptions Options() {
     LiveOptions o;
     o.connect = pub_ep_;
@@ -142,19 +159,8 @@ TEST_F(ConsoleLiveSession, LostEngineMarksRunAbnormal) {
   ASSERT_TRUE(Eventually([&] { return s.collector().TakeSnapshot().conn == ConnState::kLive; }));
   pub.reset();  // the engine goes away: heartbeats stop
   ASSERT_TRUE(Eventually([&] { return s.collector().TakeSnapshot().conn == ConnState::kLost; }));
-  ASSERT_TRUE(Eventually([&] {
-    for (const auto& l : s.collector().TakeSnapshot().log) {
-      if (l.text == "run live-run marked abnormal: engine lost") return true;
-    }
-    return false;
-  }));
-  s.Finish();
-  live->reset();
-  auto reader = store::Reader::Open(db_);
-  ASSERT_THAT(reader, IsOk());
-  auto run = (*reader)->GetRun("live-run");
-  ASSERT_THAT(run, IsOk());
-  EXPECT_EQ(run->status, "abnormal");
+  ASSERT_TRUE(Eventually([&] { return LogHas(s, "run live-run marked abnormal: engine lost"); }));
+  EXPECT_EQ(FinishAndReadStatus(live), "abnormal");
 }
 
 TEST_F(ConsoleLiveSession, StopEventEndsRunNormally) {
@@ -169,19 +175,8 @@ TEST_F(ConsoleLiveSession, StopEventEndsRunNormally) {
   stop.message = "stopped by command";
   pub->Publish(stop);
   ASSERT_TRUE(Eventually([&] { return s.stop_seen(); }));
-  ASSERT_TRUE(Eventually([&] {
-    for (const auto& l : s.collector().TakeSnapshot().log) {
-      if (l.text == "run live-run ended") return true;
-    }
-    return false;
-  }));
-  s.Finish();
-  live->reset();
-  auto reader = store::Reader::Open(db_);
-  ASSERT_THAT(reader, IsOk());
-  auto run = (*reader)->GetRun("live-run");
-  ASSERT_THAT(run, IsOk());
-  EXPECT_EQ(run->status, "ended");
+  ASSERT_TRUE(Eventually([&] { return LogHas(s, "run live-run ended"); }));
+  EXPECT_EQ(FinishAndReadStatus(live), "ended");
 }
 
 TEST_F(ConsoleLiveSession, UnwritableStoreIsAClearError) {
