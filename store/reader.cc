@@ -17,7 +17,8 @@ namespace {
 
 constexpr std::string_view kRunColumns =
     "SELECT id, started_unix_ms, last_t_us, status, model, devices, n_steps, n_requests, "
-    "n_spans, created_unix_ms, ifnull(ended_unix_ms, 0), store_dropped, engine_dropped "
+    "n_spans, created_unix_ms, ifnull(ended_unix_ms, 0), store_dropped, engine_dropped, arch, "
+    "state_slots_per_device "
     "FROM runs ";
 
 RunInfo RunFromRow(const Stmt& st) {
@@ -35,6 +36,8 @@ RunInfo RunFromRow(const Stmt& st) {
   r.ended_unix_ms = st.Int(10);
   r.store_dropped = st.Int(11);
   r.engine_dropped = st.Int(12);
+  r.arch = st.Text(13);
+  r.state_slots_per_device = static_cast<int>(st.Int(14));
   return r;
 }
 
@@ -333,7 +336,9 @@ Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
   RETURN_IF_ERROR(ReadGrouped(
       "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, b.running, b.waiting, "
       "b.prefill_tokens, b.decode_tokens, c.device, c.kv_pages_used, c.kv_pages_total, "
-      "c.running FROM occupancy b LEFT JOIN occupancy_devices c ON c.occ = b.id",
+      "c.running, c.state_slots_used, c.state_slots_total, c.kv_bytes_used, c.kv_bytes_total, "
+      "c.state_bytes_used, c.state_bytes_total "
+      "FROM occupancy b LEFT JOIN occupancy_devices c ON c.occ = b.id",
       "occupancy", &tel::Occupancy::devices, "devices", w, all,
       [](const Stmt& st, tel::Occupancy& o) {
         o.running = static_cast<int>(st.Int(7));
@@ -347,6 +352,12 @@ Status Reader::Impl::ReadAll(const std::string& id, int64_t from, int64_t to,
         d.kv_pages_used = static_cast<int>(st.Int(12));
         d.kv_pages_total = static_cast<int>(st.Int(13));
         d.running = static_cast<int>(st.Int(14));
+        d.state_slots_used = static_cast<int>(st.Int(15));
+        d.state_slots_total = static_cast<int>(st.Int(16));
+        d.kv_bytes_used = st.Int(17);
+        d.kv_bytes_total = st.Int(18);
+        d.state_bytes_used = st.Int(19);
+        d.state_bytes_total = st.Int(20);
         return d;
       }));
 

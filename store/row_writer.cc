@@ -129,7 +129,8 @@ Status RowWriter::Prepare() {
        "UPDATE runs SET last_t_us = max(last_t_us, ?2), n_steps = n_steps + ?3, "
        "n_requests = n_requests + ?4, n_spans = n_spans + ?5 WHERE rid = ?1"},
       {&update_run_meta_,
-       "UPDATE runs SET meta_json = ?2, model = ?3, devices = ?4, started_unix_ms = ?5 "
+       "UPDATE runs SET meta_json = ?2, model = ?3, devices = ?4, started_unix_ms = ?5, "
+       "arch = ?6, state_slots_per_device = ?7 "
        "WHERE rid = ?1"},
       {&update_run_hb_, "UPDATE runs SET engine_sent = ?2, engine_dropped = ?3 WHERE rid = ?1"},
       {&add_dropped_, "UPDATE runs SET store_dropped = store_dropped + ?2 WHERE rid = ?1"},
@@ -159,7 +160,9 @@ Status RowWriter::Prepare() {
        "decode_tokens, n) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
       {&ins_occ_dev_,
        "INSERT INTO occupancy_devices (occ, idx, run, step, device, kv_pages_used, "
-       "kv_pages_total, running) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+       "kv_pages_total, running, state_slots_used, state_slots_total, kv_bytes_used, "
+       "kv_bytes_total, state_bytes_used, state_bytes_total) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
       {&ins_experts_,
        "INSERT INTO expert_load (run, seq, t_us, v, step, layers, experts, counts, "
        "expert_device) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
@@ -327,7 +330,13 @@ Status RowWriter::Put(const tel::Message& m) {
                                         st.Bind(5, d.device)
                                             .Bind(6, d.kv_pages_used)
                                             .Bind(7, d.kv_pages_total)
-                                            .Bind(8, d.running);
+                                            .Bind(8, d.running)
+                                            .Bind(9, d.state_slots_used)
+                                            .Bind(10, d.state_slots_total)
+                                            .Bind(11, d.kv_bytes_used)
+                                            .Bind(12, d.kv_bytes_total)
+                                            .Bind(13, d.state_bytes_used)
+                                            .Bind(14, d.state_bytes_total);
                                         return Status::Ok();
                                       });
           },
@@ -420,6 +429,8 @@ Status RowWriter::ApplyAggregates() {
                           .Bind(3, a.meta->model.preset)
                           .Bind(4, a.meta->devices)
                           .Bind(5, a.meta->started_unix_ms)
+                          .Bind(6, a.meta->model.arch)
+                          .Bind(7, a.meta->state_slots_per_device)
                           .Run());
     }
     if (a.heartbeat) {

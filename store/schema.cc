@@ -157,6 +157,49 @@ CREATE VIEW kernel_stats_v AS
        JOIN names n ON n.id = s.name JOIN names k ON k.id = s.kind;
 )sql";
 
+// v1 -> v2: hybrid memory pools (docs/STORE.md "v2"). Each device now
+// reports its recurrent-state pool beside the KV pool, with byte counts for
+// both; Meta gained model.arch, model.attention and state_slots_per_device.
+// Rows written before had neither a state pool nor a hybrid model, so the
+// new columns are 0 and stored Meta JSON (metas.body, runs.meta_json) gets
+// arch "moe", one "mha" per layer and 0 slots: exactly what a v1 engine
+// would have sent under the v2 protocol, so the Reader stays strict.
+// "mha" x n is spelled with replace(hex(zeroblob(n))): n "00" pairs become n
+// ',"mha"', without a recursive query per row.
+constexpr std::string_view kV2 = R"sql(
+ALTER TABLE occupancy_devices ADD COLUMN state_slots_used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN state_slots_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN kv_bytes_used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN kv_bytes_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN state_bytes_used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN state_bytes_total INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE runs ADD COLUMN arch TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN state_slots_per_device INTEGER NOT NULL DEFAULT 0;
+
+UPDATE metas SET body = json_set(body,
+    '$.model.arch', 'moe',
+    '$.model.attention',
+    json('[' || substr(replace(hex(zeroblob(
+        min(max(ifnull(json_extract(body, '$.model.layers'), 0), 0), 100000))),
+        '00', ',"mha"'), 2) || ']'),
+    '$.state_slots_per_device', 0)
+  WHERE json_valid(body) AND json_type(body, '$.model') = 'object'
+    AND json_type(body, '$.model.arch') IS NULL;
+
+UPDATE runs SET meta_json = json_set(meta_json,
+    '$.model.arch', 'moe',
+    '$.model.attention',
+    json('[' || substr(replace(hex(zeroblob(
+        min(max(ifnull(json_extract(meta_json, '$.model.layers'), 0), 0), 100000))),
+        '00', ',"mha"'), 2) || ']'),
+    '$.state_slots_per_device', 0)
+  WHERE meta_json IS NOT NULL AND json_valid(meta_json)
+    AND json_type(meta_json, '$.model') = 'object'
+    AND json_type(meta_json, '$.model.arch') IS NULL;
+UPDATE runs SET arch = 'moe' WHERE meta_json IS NOT NULL;
+)sql";
+
 struct Migration {
   int to_version;
   std::string_view sql;
@@ -166,10 +209,18 @@ struct Migration {
 // earlier entries: files in the field went through them.
 constexpr Migration kMigrations[] = {
     {1, kV1},
+    {2, kV2},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace
+
+std::string_view MigrationSql(int to_version) {
+  for (const Migration& m : kMigrations) {
+    if (m.to_version == to_version) return m.sql;
+  }
+  return {};
+}
 
 std::string_view RunStatusName(int64_t on_disk) {
   switch (static_cast<RunStatus>(on_disk)) {

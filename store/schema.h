@@ -43,6 +43,10 @@ Result<int> CheckStore(Db& db);
 // REQUIRES: CheckStore(db) succeeded; db opened read-write.
 Status Migrate(Db& db);
 
+// The SQL of the migration to `to_version` (1..kSchemaVersion), "" for any
+// other. For tests that build a file as an older build left it.
+std::string_view MigrationSql(int to_version);
+
 // Zig-zag LEB128 encoding of int64 rows, used for expert_load.counts and
 // expert_load.expert_device: varint(rows) then per row varint(n) and n
 // zig-zag varints. See docs/STORE.md "expert_load".

@@ -39,7 +39,7 @@ namespace sy::store {
 
 // PRAGMA user_version of a file this build writes. Older files are migrated on
 // open by the Writer; newer ones are refused (FAILED_PRECONDITION).
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct WriterOptions {
   size_t queue_capacity = 200000;  // messages
@@ -112,9 +112,11 @@ class Writer {
 struct RunInfo {
   std::string id;
   int64_t started_unix_ms = 0;
-  int64_t duration_us = 0;  // last message time seen
-  std::string status;       // "live" | "ended" | "abnormal" | "interrupted"
-  std::string model;        // preset name
+  int64_t duration_us = 0;         // last message time seen
+  std::string status;              // "live" | "ended" | "abnormal" | "interrupted"
+  std::string model;               // preset name
+  std::string arch;                // "moe" | "bailing_hybrid" ("" until the run's first Meta)
+  int state_slots_per_device = 0;  // recurrent-state slots (hybrid models), else 0
   int devices = 0;
   int64_t steps = 0;
   int64_t requests = 0;

@@ -1,5 +1,7 @@
 #include "telemetry/protocol.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -12,12 +14,14 @@ using nlohmann::json;
 // inside nlohmann and is turned into INVALID_ARGUMENT at Decode().
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ModelInfo, preset, vocab, hidden, layers, heads, head_dim,
                                    experts, top_k, expert_inter, shared_inter, max_seq, page_size,
-                                   params, dtype)
+                                   params, dtype, arch, attention)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Span, device, layer, name, kind, start_us, dur_us, tokens, flops,
                                    bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelStat, device, name, kind, count, total_us, max_us, flops,
                                    bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceOccupancy, device, kv_pages_used, kv_pages_total, running)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceOccupancy, device, kv_pages_used, kv_pages_total, running,
+                                   state_slots_used, state_slots_total, kv_bytes_used,
+                                   kv_bytes_total, state_bytes_used, state_bytes_total)
 
 namespace {
 
@@ -126,6 +130,21 @@ void Read(const json& j, const std::string& path, ModelInfo& m) {
   SY_FIELD(page_size);
   SY_FIELD(params);
   SY_FIELD(dtype);
+  SY_FIELD(arch);
+  SY_FIELD(attention);
+  if (m.attention.size() != static_cast<size_t>(m.layers)) {
+    Fail(path + ".attention", "has " + std::to_string(m.attention.size()) +
+                                  " entries, one per layer expected (" + path + ".layers is " +
+                                  std::to_string(m.layers) + ")");
+  }
+  for (size_t i = 0; i < m.attention.size(); ++i) {
+    const std::string& kind = m.attention[i];
+    if (std::find(std::begin(kAttentionKinds), std::end(kAttentionKinds), kind) ==
+        std::end(kAttentionKinds)) {
+      Fail(path + ".attention[" + std::to_string(i) + "]",
+           "must be one of \"mha\", \"mla\", \"kda\", \"gla\", got \"" + kind.substr(0, 32) + "\"");
+    }
+  }
 }
 
 void Read(const json& j, const std::string& path, Span& m) {
@@ -159,6 +178,12 @@ void Read(const json& j, const std::string& path, DeviceOccupancy& m) {
   SY_FIELD(kv_pages_used);
   SY_FIELD(kv_pages_total);
   SY_FIELD(running);
+  SY_FIELD(state_slots_used);
+  SY_FIELD(state_slots_total);
+  SY_FIELD(kv_bytes_used);
+  SY_FIELD(kv_bytes_total);
+  SY_FIELD(state_bytes_used);
+  SY_FIELD(state_bytes_total);
 }
 
 #undef SY_FIELD
@@ -192,6 +217,7 @@ json Body(const Meta& m) {
   PUT(workload);
   PUT(expert_device);
   PUT(kv_pages_per_device);
+  PUT(state_slots_per_device);
   return j;
 }
 void Parse(const json& j, Meta& m) {
@@ -204,6 +230,7 @@ void Parse(const json& j, Meta& m) {
   GET(workload);
   GET(expert_device);
   GET(kv_pages_per_device);
+  GET(state_slots_per_device);
 }
 
 json Body(const Step& m) {

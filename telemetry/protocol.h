@@ -68,7 +68,14 @@ struct ModelInfo {
   int page_size = 0;  // tokens per KV page
   int64_t params = 0;
   std::string dtype = "fp32";
+  std::string arch = "moe";  // "moe" | "bailing_hybrid" (ModelConfig::arch)
+  // Attention kind of every layer, in layer order: "mha" | "mla" (full
+  // attention, KV pool) or "kda" | "gla" (linear attention, state pool).
+  std::vector<std::string> attention;
 };
+
+// The names ModelInfo::attention may hold.
+inline constexpr std::string_view kAttentionKinds[] = {"mha", "mla", "kda", "gla"};
 
 // Sent at start and every second thereafter, so late joiners learn the run.
 struct Meta {
@@ -82,6 +89,9 @@ struct Meta {
   std::string workload;            // human-readable description
   std::vector<int> expert_device;  // expert id -> owning device
   int kv_pages_per_device = 0;
+  // Recurrent-state slots per device (one per running request of a hybrid
+  // model); 0 for a model without linear-attention layers.
+  int state_slots_per_device = 0;
 };
 
 // One per scheduler step that ran a batch.
@@ -137,11 +147,21 @@ struct KernelStats {
   std::vector<KernelStat> kernels;
 };
 
+// Both memory pools of one device (seed 000 "Hybrid Memory Pools"): the
+// paged KV pool of the full-attention layers and the recurrent-state pool of
+// the linear-attention layers (one slot per running request). The state
+// fields are 0 for a model without linear layers.
 struct DeviceOccupancy {
   int device = 0;
   int kv_pages_used = 0;
   int kv_pages_total = 0;
   int running = 0;  // requests whose attention state lives on this device
+  int state_slots_used = 0;
+  int state_slots_total = 0;
+  int64_t kv_bytes_used = 0;  // kv_pages_used * bytes per page
+  int64_t kv_bytes_total = 0;
+  int64_t state_bytes_used = 0;  // state_slots_used * bytes per slot
+  int64_t state_bytes_total = 0;
 };
 
 struct Occupancy {

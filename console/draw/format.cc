@@ -47,6 +47,26 @@ std::string FormatPercent(double fraction) {
   return buf;
 }
 
+std::string FormatBytes(int64_t bytes) {
+  char buf[32];
+  if (bytes < 1024 && bytes > -1024) {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+    return buf;
+  }
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes) / 1024.0;
+  int u = 0;
+  // Round first so 1023.9 KiB shows as "1.00 MiB", not "1024 KiB".
+  while (u + 1 < 5 && std::fabs(v) >= 999.5) {
+    v /= 1024.0;
+    ++u;
+  }
+  const double a = std::fabs(v);
+  const char* fmt = a < 9.995 ? "%.2f %s" : a < 99.95 ? "%.1f %s" : "%.0f %s";
+  std::snprintf(buf, sizeof buf, fmt, v, kUnits[u]);
+  return buf;
+}
+
 std::string PadLeft(const std::string& s, int width) {
   if (width <= 0) return "";
   const int w = DisplayWidth(s);

@@ -1,4 +1,9 @@
-// Memory panel: KV pool pages used/total per device as bars.
+// Memory panel: both memory pools of every device (seed 000 "Hybrid Memory
+// Pools"): KV cache pages of the full-attention layers and, for a model with
+// linear-attention layers, recurrent-state slots (one per running request),
+// each as a bar with used/total, percent and bytes, then totals. A model
+// without linear layers reports 0 slots and gets no slot rows at all.
+#include <algorithm>
 #include <string>
 
 #include "console/draw/format.h"
@@ -20,52 +25,121 @@ void Bar(Grid& g, int x, int y, int w, double fraction, Style fill) {
   g.PutChar(x + 1 + inner, y, U']', theme::kDimmed);
 }
 
+double Fraction(int64_t used, int64_t total) {
+  return total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
+}
+
+// "2.50 MiB/10.0 MiB"; "" when the bytes are unknown (runs recorded before
+// the engine reported them carry 0).
+std::string Bytes(int64_t used, int64_t total) {
+  if (total <= 0) return "";
+  return FormatBytes(used) + "/" + FormatBytes(total);
+}
+
+// Columns: label (12) | bar | used/total (11) | percent (7) | bytes (20) | "  run N".
+constexpr int kLabelW = 12;
+constexpr int kCountW = 11;
+constexpr int kPercentW = 7;
+constexpr int kBytesW = 20;
+constexpr int kTailW = kCountW + kPercentW + kBytesW + 8;
+
+// One pool row; returns the x after the bytes column.
+int PoolRow(Grid& g, int y, const std::string& label, int bar_w, int64_t used, int64_t total,
+            int64_t bytes_used, int64_t bytes_total) {
+  const double f = Fraction(used, total);
+  g.Put(0, y, label, theme::kLabel);
+  Bar(g, kLabelW, y, bar_w, f, theme::ForFraction(f));
+  int x = kLabelW + bar_w;
+  x = g.Put(x, y, PadLeft(std::to_string(used) + "/" + std::to_string(total), kCountW));
+  x = g.Put(x, y, PadLeft(FormatPercent(f), kPercentW), theme::ForFraction(f));
+  return g.Put(x, y, PadLeft(Bytes(bytes_used, bytes_total), kBytesW), theme::kDimmed);
+}
+
+// "total KV    608/1024 pages  59.4%  12.2 MiB/20.0 MiB".
+std::string TotalLine(const std::string& label, int64_t used, int64_t total, const char* unit,
+                      int64_t bytes_used, int64_t bytes_total) {
+  std::string s = label + std::to_string(used) + "/" + std::to_string(total) + " " + unit + "  " +
+                  FormatPercent(Fraction(used, total));
+  const std::string b = Bytes(bytes_used, bytes_total);
+  if (!b.empty()) s += "  " + b;
+  return s;
+}
+
 }  // namespace
 
-Grid DrawMemory(const Snapshot& s, const ViewState& v, Rect r) {
+Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
   Grid g(r.w, r.h);
   int y = 0;
+  bool hybrid = false;
+  int64_t page_bytes = 0, slot_bytes = 0;
+  for (const auto& d : s.kv) {
+    if (d.state_slots_total > 0) {
+      hybrid = true;
+      if (slot_bytes == 0) slot_bytes = d.state_bytes_total / d.state_slots_total;
+    }
+    if (page_bytes == 0 && d.kv_pages_total > 0) page_bytes = d.kv_bytes_total / d.kv_pages_total;
+  }
   const int page = s.have_meta ? s.meta.model.page_size : 0;
-  g.Put(0, y++,
-        "KV cache pages per device" +
-            (page > 0 ? " (1 page = " + std::to_string(page) + " tokens)" : std::string()),
-        theme::kTitle);
+  std::string title = "KV cache pages per device";
+  if (page > 0 || page_bytes > 0) {
+    title += " (1 page = ";
+    if (page > 0) title += std::to_string(page) + " tokens";
+    if (page > 0 && page_bytes > 0) title += ", ";
+    if (page_bytes > 0) title += FormatBytes(page_bytes);
+    title += ")";
+  }
+  if (hybrid) {
+    title += "; state slots (1 per request";
+    if (slot_bytes > 0) title += ", " + FormatBytes(slot_bytes);
+    title += ")";
+  }
+  g.Put(0, y++, title, theme::kTitle);
   if (s.kv.empty()) {
     g.Put(0, y, "No occupancy reported yet.", theme::kDimmed);
     return g;
   }
-  // Right part: " 1234/5678  99.9%  run 123" = 27 columns.
-  constexpr int kTailW = 28;
-  const int bar_w = std::max(2, g.width() - 6 - kTailW);
-  int64_t used = 0, total = 0;
-  const int max_rows = r.h - 3;
+
+  const int bar_w = std::max(2, g.width() - kLabelW - kTailW);
+  const int rows_per_device = hybrid ? 2 : 1;
+  // Title, blank line and the total lines (KV, slots when hybrid, queue).
+  const int footer = 2 + (hybrid ? 3 : 2);
+  const int max_devices = std::max(0, (r.h - 1 - footer) / rows_per_device);
+  int64_t pages_used = 0, pages_total = 0, kv_bytes_used = 0, kv_bytes_total = 0;
+  int64_t slots_used = 0, slots_total = 0, state_bytes_used = 0, state_bytes_total = 0;
   int shown = 0;
   for (const auto& d : s.kv) {
-    used += d.kv_pages_used;
-    total += d.kv_pages_total;
-    if (shown >= max_rows) continue;
-    const double f =
-        d.kv_pages_total > 0 ? static_cast<double>(d.kv_pages_used) / d.kv_pages_total : 0.0;
-    g.Put(0, y, "dev" + std::to_string(d.device), theme::kLabel);
-    Bar(g, 6, y, bar_w, f, theme::ForFraction(f));
-    int x = 6 + bar_w;
-    x = g.Put(
-        x, y,
-        PadLeft(std::to_string(d.kv_pages_used) + "/" + std::to_string(d.kv_pages_total), 11));
-    x = g.Put(x, y, PadLeft(FormatPercent(f), 7), theme::ForFraction(f));
-    g.Put(x, y, "  run " + std::to_string(d.running));
-    ++y;
+    pages_used += d.kv_pages_used;
+    pages_total += d.kv_pages_total;
+    kv_bytes_used += d.kv_bytes_used;
+    kv_bytes_total += d.kv_bytes_total;
+    slots_used += d.state_slots_used;
+    slots_total += d.state_slots_total;
+    state_bytes_used += d.state_bytes_used;
+    state_bytes_total += d.state_bytes_total;
+    if (shown >= max_devices) continue;
+    const std::string dev = "dev" + std::to_string(d.device);
+    const int x = PoolRow(g, y, PadRight(dev, 6) + "KV", bar_w, d.kv_pages_used, d.kv_pages_total,
+                          d.kv_bytes_used, d.kv_bytes_total);
+    g.Put(x, y++, "  run " + std::to_string(d.running));
+    if (hybrid) {
+      PoolRow(g, y++, "      slots", bar_w, d.state_slots_used, d.state_slots_total,
+              d.state_bytes_used, d.state_bytes_total);
+    }
     ++shown;
   }
   if (shown < static_cast<int>(s.kv.size())) {
     g.Put(0, y++, "… " + std::to_string(s.kv.size() - shown) + " more devices", theme::kDimmed);
   }
-  const double f = total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
   ++y;
+  g.Put(0, y++,
+        TotalLine("total KV    ", pages_used, pages_total, "pages", kv_bytes_used, kv_bytes_total));
+  if (hybrid) {
+    g.Put(0, y++,
+          TotalLine("total slots ", slots_used, slots_total, "slots", state_bytes_used,
+                    state_bytes_total));
+  }
   g.Put(0, y,
-        "total " + std::to_string(used) + "/" + std::to_string(total) + " pages  " +
-            FormatPercent(f) + "   running " + std::to_string(s.cur_running) + "  waiting " +
-            std::to_string(s.cur_waiting));
+        "running " + std::to_string(s.cur_running) + "  waiting " + std::to_string(s.cur_waiting));
   return g;
 }
 

@@ -1,5 +1,6 @@
 // Overview panel: throughput and queue sparklines, latency percentiles, and
 // the run's model and layout.
+#include <algorithm>
 #include <string>
 
 #include "console/draw/format.h"
@@ -27,6 +28,18 @@ void SeriesRows(Grid& g, int y, const char* label, const std::string& value,
   }
   const auto chart = BrailleChart(series, chart_w, rows);
   for (int i = 0; i < rows; ++i) g.Put(chart_x, y + i, chart[i], chart_style);
+}
+
+// " (6 kda + 2 mla)" for a model that mixes attention kinds, "" otherwise.
+std::string LayerMix(const telemetry::ModelInfo& m) {
+  std::string mix;
+  int kinds = 0;
+  for (std::string_view kind : telemetry::kAttentionKinds) {
+    const auto n = std::count(m.attention.begin(), m.attention.end(), kind);
+    if (n == 0) continue;
+    mix += (kinds++ > 0 ? " + " : "") + std::to_string(n) + " " + std::string(kind);
+  }
+  return kinds > 1 ? " (" + mix + ")" : "";
 }
 
 }  // namespace
@@ -71,13 +84,16 @@ Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
   int x = g.Put(0, y, "Model", theme::kLabel);
   g.Put(std::max(x, kLabelW), y++,
         m.preset + "  " + FormatCount(static_cast<double>(m.params)) + " params  " +
-            std::to_string(m.layers) + " layers  " + std::to_string(m.experts) + " experts top-" +
-            std::to_string(m.top_k) + "  " + m.dtype);
+            std::to_string(m.layers) + " layers" + LayerMix(m) + "  " + std::to_string(m.experts) +
+            " experts top-" + std::to_string(m.top_k) + "  " + m.dtype);
   x = g.Put(0, y, "Layout", theme::kLabel);
-  g.Put(std::max(x, kLabelW), y++,
-        s.meta.layout + " on " + std::to_string(s.meta.devices) + " devices  KV " +
-            std::to_string(s.meta.kv_pages_per_device) + " pages/device x " +
-            std::to_string(m.page_size) + " tokens");
+  std::string layout = s.meta.layout + " on " + std::to_string(s.meta.devices) + " devices  KV " +
+                       std::to_string(s.meta.kv_pages_per_device) + " pages/device x " +
+                       std::to_string(m.page_size) + " tokens";
+  if (s.meta.state_slots_per_device > 0) {
+    layout += "  state " + std::to_string(s.meta.state_slots_per_device) + " slots/device";
+  }
+  g.Put(std::max(x, kLabelW), y++, layout);
   if (!s.meta.workload.empty()) {
     x = g.Put(0, y, "Workload", theme::kLabel);
     g.Put(std::max(x, kLabelW), y++, s.meta.workload);

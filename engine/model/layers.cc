@@ -16,8 +16,8 @@ void RmsNorm(const float* x, const float* gain, int rows, int dim, float eps, fl
   }
 }
 
-RopeTable::RopeTable(int max_seq, int head_dim, float theta)
-    : head_dim_(head_dim), half_(head_dim / 2) {
+RopeTable::RopeTable(int max_seq, int head_dim, float theta, bool interleaved)
+    : head_dim_(head_dim), interleaved_(interleaved), half_(head_dim / 2) {
   cos_.resize(static_cast<size_t>(max_seq) * half_);
   sin_.resize(cos_.size());
   for (int p = 0; p < max_seq; ++p) {
@@ -35,6 +35,17 @@ void RopeTable::Apply(float* x, int n_heads, int pos) const {
   assert(pos >= 0 && static_cast<size_t>(pos) * half_ < cos_.size());
   const float* c = &cos_[static_cast<size_t>(pos) * half_];
   const float* s = &sin_[static_cast<size_t>(pos) * half_];
+  if (interleaved_) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + static_cast<size_t>(h) * head_dim_;
+      for (int i = 0; i < half_; ++i) {
+        const float x1 = v[2 * i], x2 = v[2 * i + 1];
+        v[2 * i] = x1 * c[i] - x2 * s[i];
+        v[2 * i + 1] = x2 * c[i] + x1 * s[i];
+      }
+    }
+    return;
+  }
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<size_t>(h) * head_dim_;
     for (int i = 0; i < half_; ++i) {

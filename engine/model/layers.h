@@ -25,21 +25,30 @@ namespace sy::engine {
 // `out` may alias `x`.
 void RmsNorm(const float* x, const float* gain, int rows, int dim, float eps, float* out);
 
-// Rotary position embedding, rotate-half convention (GPT-NeoX / HF Llama):
-// for i < d/2, with f_i = theta^(-2i/d) and a = pos * f_i,
+// Rotary position embedding. For i < d/2, with f_i = theta^(-2i/d) and
+// a = pos * f_i, the default rotate-half convention (GPT-NeoX / HF Llama):
 //   x'[i]       = x[i] cos a - x[i + d/2] sin a
-//   x'[i + d/2] = x[i + d/2] cos a + x[i] sin a.
+//   x'[i + d/2] = x[i + d/2] cos a + x[i] sin a;
+// with `interleaved` (MLA's rope_interleave, GPT-J style, is_neox_style=False)
+// the rotated pairs are adjacent instead:
+//   x'[2i]      = x[2i] cos a - x[2i + 1] sin a
+//   x'[2i + 1]  = x[2i + 1] cos a + x[2i] sin a.
+// (HF DeepSeek-V3 de-interleaves before rotating, i.e. writes the same values
+// in rotate-half order; q.k is identical since q and k get the same order.)
 // Cos/sin are tabulated once for positions [0, max_seq).
 class RopeTable {
  public:
-  RopeTable(int max_seq, int head_dim, float theta);
+  // REQUIRES: head_dim even.
+  RopeTable(int max_seq, int head_dim, float theta, bool interleaved = false);
   // Rotates `n_heads` consecutive vectors of head_dim at position `pos`.
   // REQUIRES: 0 <= pos < max_seq.
   void Apply(float* x, int n_heads, int pos) const;
   int head_dim() const { return head_dim_; }
+  bool interleaved() const { return interleaved_; }
 
  private:
   int head_dim_;
+  bool interleaved_;
   int half_;
   std::vector<float> cos_, sin_;  // [max_seq x head_dim/2]
 };

@@ -20,3 +20,26 @@ std::string Decode(const std::vector<int32_t>& tokens) {
 }
 
 }  // namespace sy::engine
+
+namespace sy::engine {
+namespace {
+
+class ByteTokenizer final : public Tokenizer {
+ public:
+  std::vector<int32_t> Encode(std::string_view text, bool add_bos) const override {
+    return sy::engine::Encode(text, add_bos);
+  }
+  std::string Decode(const std::vector<int32_t>& tokens) const override {
+    return sy::engine::Decode(tokens);
+  }
+  int vocab() const override { return kTokenizerVocab; }
+  int32_t bos() const override { return kBosToken; }
+  int32_t eos() const override { return kEosToken; }
+  std::string_view kind() const override { return "byte"; }
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> MakeByteTokenizer() { return std::make_unique<ByteTokenizer>(); }
+
+}  // namespace sy::engine

@@ -1,7 +1,8 @@
 // File: engine/model/weights.h
 //
-// ModelWeights: the fp32 parameters of the decoder-only MoE transformer, built
-// deterministically from (config, seed). Every value is a pure function of
+// ModelWeights: the fp32 parameters of the model (either architecture of
+// config.h), built deterministically from (config, seed) or loaded from a
+// checkpoint (engine/model_loader/). Every built value is a pure function of
 // (seed, tensor name, element index) through a counter-based generator
 // (splitmix64), so each device builds exactly its own shard (the replicated
 // tensors plus its local experts) without talking to anyone, and a model
@@ -33,14 +34,48 @@ struct SwigluWeights {
   bool present() const { return inter > 0; }
 };
 
+// MLA full attention (seed 001 §3.3). Per head h, kv_b's columns
+// [h*(N+V), h*(N+V)+N) are W_uk (latent -> k_nope) and the next V are W_uv.
+struct MlaWeights {
+  std::vector<float> q_a;        // [H x q_lora] (empty when q_lora_rank == 0)
+  std::vector<float> q_a_norm;   // [q_lora]
+  std::vector<float> q_b;        // [q_lora x heads*(N+P)], or [H x heads*(N+P)] without Q-LoRA
+  std::vector<float> kv_a;       // [H x (R + P)]: compressed kv, then k_rope
+  std::vector<float> kv_a_norm;  // [R]
+  std::vector<float> kv_b;       // [R x heads*(N+V)]
+  std::vector<float> gate;       // [H x heads] head-wise gate (empty when !mla_gate)
+  std::vector<float> o;          // [heads*V x H]
+};
+
+// KDA / GLA linear attention (seed 001 §3.4, seed 000). d = linear_head_dim,
+// D = heads * d. GLA has no short conv and no beta.
+struct LinearAttnWeights {
+  std::vector<float> q, k, v;  // [H x D] each
+  std::vector<float> conv;     // [3D x K]: q channels, then k, then v (KDA)
+  std::vector<float> f;        // [H x D] decay gate projection
+  std::vector<float> b;        // [H x heads] beta projection (KDA)
+  std::vector<float> a_log;    // [heads]
+  std::vector<float> dt_bias;  // [D]
+  std::vector<float> g;        // [H x D] output gate projection
+  std::vector<float> o_norm;   // [d] gated RMSNorm gain
+  std::vector<float> o;        // [D x H]
+};
+
+// One decoder layer. Only the members of the layer's kinds are filled:
+// attention by config.attention(l) (MHA: wqkv/wo; MLA: mla; KDA/GLA: linear),
+// FFN by config.is_moe(l) (MoE: router, experts, shared; dense: dense).
 struct LayerWeights {
   std::vector<float> attn_norm;  // [H] RMSNorm gain before attention
-  std::vector<float> wqkv;       // [H x (heads + 2 kv_heads) * head_dim]: q, then k, then v columns
-  std::vector<float> wo;         // [heads * head_dim x H]
-  std::vector<float> ffn_norm;   // [H] RMSNorm gain before the MoE block
-  std::vector<float> router;     // [H x experts]
+  std::vector<float> wqkv;       // MHA: [H x (heads + 2 kv_heads) * head_dim]: q, k, v columns
+  std::vector<float> wo;         // MHA: [heads * head_dim x H]
+  MlaWeights mla;
+  LinearAttnWeights linear;
+  std::vector<float> ffn_norm;         // [H] RMSNorm gain before the FFN block
+  SwigluWeights dense;                 // dense MLP (layers < first_k_dense_replace)
+  std::vector<float> router;           // [H x experts]
+  std::vector<float> expert_bias;      // [experts], sigmoid router only: selection bias
   std::vector<SwigluWeights> experts;  // [experts]; only local experts are present()
-  SwigluWeights shared;                // the shared expert (absent if shared_inter == 0)
+  SwigluWeights shared;                // the shared expert(s) (absent if shared_inter == 0)
 };
 
 struct ModelWeights {

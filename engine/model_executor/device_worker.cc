@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/model_loader/checkpoint.h"
+
 namespace sy::engine {
 
 namespace {
@@ -22,17 +24,48 @@ DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& 
       qkv_cols_(q_cols_ + 2 * kv_cols_),
       recorder_(rank, epoch),
       moe_(config, rank, layout, comm),
-      rope_(config.max_seq, config.head_dim, config.rope_theta) {}
+      rope_(config.max_seq, config.hybrid() ? 2 : config.head_dim, config.rope_theta) {
+  if (config.hybrid()) {
+    mla_ = std::make_unique<MlaAttention>(config);
+    linear_ = std::make_unique<LinearAttention>(
+        config,
+        LinearAttentionOptions{.chunk = options.linear_chunk, .prefill = options.linear_prefill});
+  }
+  for (int l = 0; l < config.layers; ++l) {
+    kv_layer_.push_back(config.kv_layer(l));
+    state_layer_.push_back(config.state_layer(l));
+  }
+}
 
 void DeviceWorker::Build() {
-  weights_ = BuildWeights(config_, options_.seed, layout_->local_experts(rank_));
+  const std::vector<int> local = layout_->local_experts(rank_);
+  if (options_.checkpoint != nullptr) {
+    Result<ModelWeights> w = options_.checkpoint->Load(local);
+    if (!w.ok()) {
+      build_status_ = w.status().WithContext("device " + std::to_string(rank_));
+      return;
+    }
+    weights_ = std::move(w).value();
+  } else {
+    weights_ = BuildWeights(config_, options_.seed, local);
+  }
   KvPoolOptions po;
   po.num_pages = options_.kv_pages_per_device;
   po.page_size = options_.page_size;
-  po.layers = config_.layers;
-  po.kv_heads = config_.kv_heads;
-  po.head_dim = config_.head_dim;
+  po.layers = config_.full_attention_layers();
+  if (config_.hybrid()) {
+    po.latent_dim = config_.mla_latent_dim();
+  } else {
+    po.kv_heads = config_.kv_heads;
+    po.head_dim = config_.head_dim;
+  }
   pool_ = std::make_unique<KvPool>(po);
+  StatePoolOptions so;
+  so.slots = options_.state_slots_per_device;
+  so.layers = config_.linear_layers();
+  so.state_floats = config_.state_floats_per_layer() - config_.conv_state_floats();
+  so.conv_floats = config_.conv_state_floats();
+  state_pool_ = std::make_unique<StatePool>(so);
 }
 
 void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
@@ -52,6 +85,16 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   attn_.resize(rows * q_cols_);
   moe_out_.resize(rows * h);
 
+  seq_rows_.clear();
+  for (size_t i = 0; i < local.size(); ++i) {
+    const SeqInput& seq = batch.seqs[local[i]];
+    seq_rows_.push_back(SeqRows{.row = row_begin_[i],
+                                .n = static_cast<int>(seq.tokens.size()),
+                                .start_pos = seq.start_pos,
+                                .pages = seq.pages.data(),
+                                .state_slot = seq.state_slot});
+  }
+
   Embed(batch, local, tokens);
   for (int l = 0; l < config_.layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
@@ -61,19 +104,31 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
                               kF * (2LL * tokens * h + h));
         RmsNorm(x_.data(), w.attn_norm.data(), tokens, h, config_.rms_eps, xn_.data());
       }
-      {
-        SpanRecorder::Scope s(&recorder_, "qkv_proj", l, tokens, 2LL * tokens * h * qkv_cols_,
-                              kF * (static_cast<int64_t>(h) * qkv_cols_ +
-                                    static_cast<int64_t>(tokens) * (h + qkv_cols_)));
-        Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), tokens, h, qkv_cols_);
-      }
-      Attention(l, batch, local, tokens);
-      {
-        // The residual add is fused into the GEMM (beta = 1).
-        SpanRecorder::Scope s(&recorder_, "o_proj", l, tokens, 2LL * tokens * q_cols_ * h,
-                              kF * (static_cast<int64_t>(q_cols_) * h +
-                                    static_cast<int64_t>(tokens) * (q_cols_ + 2 * h)));
-        Gemm(attn_.data(), w.wo.data(), x_.data(), tokens, q_cols_, h, /*accumulate=*/true);
+      switch (config_.attention(l)) {
+        case AttentionKind::kMha: {
+          SpanRecorder::Scope s(&recorder_, "qkv_proj", l, tokens, 2LL * tokens * h * qkv_cols_,
+                                kF * (static_cast<int64_t>(h) * qkv_cols_ +
+                                      static_cast<int64_t>(tokens) * (h + qkv_cols_)));
+          Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), tokens, h, qkv_cols_);
+        }
+          Attention(l, batch, local, tokens);
+          {
+            // The residual add is fused into the GEMM (beta = 1).
+            SpanRecorder::Scope s(&recorder_, "o_proj", l, tokens, 2LL * tokens * q_cols_ * h,
+                                  kF * (static_cast<int64_t>(q_cols_) * h +
+                                        static_cast<int64_t>(tokens) * (q_cols_ + 2 * h)));
+            Gemm(attn_.data(), w.wo.data(), x_.data(), tokens, q_cols_, h, /*accumulate=*/true);
+          }
+          break;
+        case AttentionKind::kMla:
+          mla_->Forward(w.mla, kv_layer_[l], l, xn_.data(), tokens, seq_rows_, pool_.get(),
+                        x_.data(), &recorder_);
+          break;
+        case AttentionKind::kKda:
+        case AttentionKind::kGla:
+          linear_->Forward(w.linear, state_layer_[l], l, xn_.data(), tokens, seq_rows_,
+                           state_pool_.get(), x_.data(), &recorder_);
+          break;
       }
       {
         SpanRecorder::Scope s(&recorder_, "rmsnorm_ffn", l, tokens, 4LL * tokens * h,
@@ -81,12 +136,25 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
         RmsNorm(x_.data(), w.ffn_norm.data(), tokens, h, config_.rms_eps, xn_.data());
       }
     }
+    if (!config_.is_moe(l)) {
+      // Dense layers have no collectives, so idle devices skip them.
+      if (tokens > 0) DenseMlp(l, w, tokens);
+      continue;
+    }
     // Every device joins the MoE collectives, with zero tokens when idle.
     moe_.Forward(l, w, xn_.data(), tokens, moe_out_.data(), &recorder_,
                  counts->data() + static_cast<size_t>(l) * config_.experts);
     for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
   }
   Head(batch, local, want_logits, sink);
+}
+
+void DeviceWorker::DenseMlp(int layer, const LayerWeights& w, int tokens) {
+  const int64_t h = config_.hidden, inter = w.dense.inter;
+  mlp_scratch_.resize(static_cast<size_t>(tokens) * 2 * inter);
+  SpanRecorder::Scope s(&recorder_, "dense_mlp", layer, tokens, 6LL * tokens * h * inter,
+                        kF * (3 * h * inter + 2LL * tokens * h + 2LL * tokens * inter));
+  SwigluFfn(w.dense, xn_.data(), tokens, mlp_scratch_.data(), x_.data(), /*accumulate=*/true);
 }
 
 void DeviceWorker::Embed(const BatchInput& batch, const std::vector<int>& local, int tokens) {

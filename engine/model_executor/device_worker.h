@@ -7,9 +7,13 @@
 // file knows nothing about threads.
 //
 // Forward for the device's sequences, in order, per step:
-//   embed -> L x [rmsnorm_attn, qkv_proj, rope, attention (paged KV), o_proj(+residual),
-//   rmsnorm_ffn, EP MoE (router, dispatch, expert_ffn, combine, shared_expert), +residual]
+//   embed -> L x [rmsnorm_attn, attention(+residual), rmsnorm_ffn, FFN(+residual)]
 //   -> final_norm, lm_head, sample on the last token of each sequence that needs it.
+// Attention by the layer's kind (config.attention(l)): MHA (qkv_proj, rope,
+// paged attention over K/V, o_proj), MLA (attention/mla.h, the latent KV
+// pool), KDA/GLA (attention/linear_attention.h, the recurrent-state pool).
+// FFN: EP MoE (router, dispatch, expert_ffn, combine, shared_expert) or, for
+// the first first_k_dense_replace layers, a dense SwiGLU MLP.
 // A device with no sequences still runs every MoE layer (its collectives).
 //
 // Thread-safety: Build and Forward run on the device's own thread only; the
@@ -20,6 +24,9 @@
 #include <memory>
 #include <vector>
 
+#include "engine/attention/linear_attention.h"
+#include "engine/attention/mla.h"
+#include "engine/attention/seq_rows.h"
 #include "engine/distributed/inproc_communicator.h"
 #include "engine/model/attention.h"
 #include "engine/model/config.h"
@@ -29,6 +36,7 @@
 #include "engine/moe/ep_moe.h"
 #include "engine/moe/layout.h"
 #include "engine/pools/kv_pool.h"
+#include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
 
 namespace sy::engine {
@@ -46,9 +54,11 @@ class DeviceWorker {
                const ExpertLayout* layout, InProcCommunicator* comm,
                SpanRecorder::Clock::time_point epoch);
 
-  // Builds this device's weight shard and KV pool. Run once, on the device's
-  // thread, so that P devices build in parallel.
+  // Builds (or loads from options.checkpoint) this device's weight shard and
+  // its pools. Run once, on the device's thread, so that P devices build in
+  // parallel; build_status() reports a checkpoint that failed to load.
   void Build();
+  const Status& build_status() const { return build_status_; }
 
   // Runs the step for seqs[i] of `batch`, i in `local` (all homed here).
   // counts: [layers x experts] routed tokens of this device's tokens, added to.
@@ -57,11 +67,13 @@ class DeviceWorker {
                const StepSink& sink, std::vector<int64_t>* counts);
 
   KvPool& pool() { return *pool_; }
+  StatePool& state_pool() { return *state_pool_; }
   SpanRecorder& recorder() { return recorder_; }
 
  private:
   void Embed(const BatchInput& batch, const std::vector<int>& local, int tokens);
   void Attention(int layer, const BatchInput& batch, const std::vector<int>& local, int tokens);
+  void DenseMlp(int layer, const LayerWeights& w, int tokens);
   void Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
             const StepSink& sink);
 
@@ -76,10 +88,16 @@ class DeviceWorker {
   RopeTable rope_;
   ModelWeights weights_;
   std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<StatePool> state_pool_;
+  std::unique_ptr<MlaAttention> mla_;        // hybrid models only
+  std::unique_ptr<LinearAttention> linear_;  // hybrid models only
+  std::vector<int> kv_layer_, state_layer_;  // per layer: index in its pool, or -1
+  std::vector<SeqRows> seq_rows_;            // this step's local seqs
+  Status build_status_;
 
   // Scratch reused across steps; capacity only grows.
   std::vector<int> row_begin_;  // first row of each local seq
-  std::vector<float> x_, xn_, qkv_, attn_, moe_out_, scores_;
+  std::vector<float> x_, xn_, qkv_, attn_, moe_out_, scores_, mlp_scratch_;
   std::vector<float> head_in_, logits_, sample_scratch_;
 };
 

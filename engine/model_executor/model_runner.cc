@@ -2,9 +2,12 @@
 
 #include <cblas.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -89,9 +92,16 @@ class ModelRunnerImpl final : public ModelRunner {
     return logits;
   }
 
+  // The first device whose weights failed to load, else OK.
+  Status BuildStatus() const {
+    for (const auto& w : workers_) RETURN_IF_ERROR(w->build_status());
+    return Status::Ok();
+  }
+
   const ModelConfig& config() const override { return config_; }
   int devices() const override { return options_.devices; }
   KvPool& kv_pool(int device) override { return workers_[device]->pool(); }
+  StatePool& state_pool(int device) override { return workers_[device]->state_pool(); }
   std::vector<int> expert_device() const override { return layout_.expert_device(); }
   SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
 
@@ -146,6 +156,13 @@ class ModelRunnerImpl final : public ModelRunner {
                                  " at index " + std::to_string(p) + " is outside [0, " +
                                  std::to_string(options_.kv_pages_per_device) + ")");
         }
+      }
+      if (config_.linear_layers() > 0 &&
+          (s.state_slot < 0 || s.state_slot >= options_.state_slots_per_device)) {
+        return InvalidArgument(SeqName(i, s) + ": state slot " + std::to_string(s.state_slot) +
+                               " is outside [0, " +
+                               std::to_string(options_.state_slots_per_device) +
+                               ") (the model has linear-attention layers)");
       }
       if (!std::isfinite(s.temperature) || s.temperature < 0.0f) {
         return InvalidArgument(SeqName(i, s) + ": temperature " + std::to_string(s.temperature) +
@@ -232,6 +249,38 @@ class ModelRunnerImpl final : public ModelRunner {
   std::vector<std::thread> threads_;  // last member: joined before the rest dies
 };
 
+// Refuses a model that cannot fit in this machine's memory before trying to
+// build it (ling3-tiny is 7B parameters: the OOM killer would be the only
+// error message otherwise). Replicated tensors exist once per device; routed
+// experts once in total.
+Status CheckMemory(const ModelConfig& c, const ModelRunnerOptions& o) {
+  const int64_t expert_params = [&] {
+    int64_t n = 0;
+    for (int l = 0; l < c.layers; ++l) {
+      if (c.is_moe(l)) n += static_cast<int64_t>(c.experts) * 3 * c.hidden * c.expert_inter;
+    }
+    return n;
+  }();
+  const int64_t replicated = c.ParamCount() - expert_params;
+  const int64_t kv = static_cast<int64_t>(o.kv_pages_per_device) * o.page_size *
+                     c.full_attention_layers() * c.kv_floats_per_token_layer();
+  const int64_t state = c.linear_layers() > 0 ? static_cast<int64_t>(o.state_slots_per_device) *
+                                                    c.linear_layers() * c.state_floats_per_layer()
+                                              : 0;
+  const double need = 4.0 * (static_cast<double>(replicated + kv + state) * o.devices +
+                             static_cast<double>(expert_params));
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  if (have > 0 && need > 0.9 * have) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "model '%s' needs about %.1f GiB in fp32 on %d devices (weights and pools), "
+                  "more than 90%% of this machine's %.1f GiB",
+                  c.name.c_str(), need / (1 << 30), o.devices, have / (1 << 30));
+    return ResourceExhausted(buf);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::Create(const ModelConfig& config,
@@ -247,9 +296,18 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::Create(const ModelConfig& conf
   if (options.page_size < 1) {
     return InvalidArgument("page_size must be >= 1, got " + std::to_string(options.page_size));
   }
+  if (config.linear_layers() > 0 && options.state_slots_per_device < 1) {
+    return InvalidArgument(
+        "state_slots_per_device must be >= 1 for a model with linear-attention "
+        "layers, got " +
+        std::to_string(options.state_slots_per_device));
+  }
+  RETURN_IF_ERROR(CheckMemory(config, options));
   // Device workers are the parallelism; BLAS threads would oversubscribe.
   openblas_set_num_threads(1);
-  return std::unique_ptr<ModelRunner>(new ModelRunnerImpl(config, options));
+  auto runner = std::make_unique<ModelRunnerImpl>(config, options);
+  RETURN_IF_ERROR(runner->BuildStatus());
+  return std::unique_ptr<ModelRunner>(std::move(runner));
 }
 
 }  // namespace sy::engine

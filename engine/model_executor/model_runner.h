@@ -24,18 +24,32 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/attention/linear_attention.h"
 #include "engine/model/config.h"
 #include "engine/pools/kv_pool.h"
+#include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
 #include "telemetry/protocol.h"
 
 namespace sy::engine {
 
+class Checkpoint;
+
 struct ModelRunnerOptions {
   int devices = 4;
-  uint64_t seed = 1;  // weights are a pure function of (config, seed)
+  uint64_t seed = 1;  // built weights are a pure function of (config, seed)
+  // When set, weights are loaded from it instead (its config must equal the
+  // runner's); it must outlive Create.
+  const Checkpoint* checkpoint = nullptr;
   int kv_pages_per_device = 512;
   int page_size = 16;
+  // Recurrent-state slots per device (hybrid models; ignored otherwise):
+  // the most requests a device can hold at once.
+  int state_slots_per_device = 64;
+  // KDA/GLA layers: tokens per chunk of the chunk-wise prefill, and whether
+  // prefill uses it or the token-by-token recurrence (benchmarks compare).
+  int linear_chunk = 64;
+  PrefillMode linear_prefill = PrefillMode::kChunked;
 };
 
 // One request's slice of a step: a prompt chunk (prefill) or one token (decode).
@@ -45,6 +59,7 @@ struct SeqInput {
   std::vector<int32_t> tokens;  // the new tokens, positions start_pos.. start_pos+n-1
   int start_pos = 0;            // tokens already in the KV cache for this request
   std::vector<int32_t> pages;   // page table; covers start_pos + tokens.size() positions
+  int state_slot = -1;          // recurrent-state slot on `device` (hybrid models), else -1
   bool sample = true;           // produce a next token (false for a non-final prefill chunk)
   float temperature = 0.0f;     // 0: greedy
   uint64_t sample_seed = 0;     // temperature sampling RNG seed for this position
@@ -75,7 +90,9 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
 
   // INVALID_ARGUMENT if a seq names a bad device, a token outside the vocab,
-  // or a page table too short for its positions; nothing is written then.
+  // a page table too short for its positions, or (hybrid models) no valid
+  // state slot; nothing is written then. A seq with start_pos == 0 starts
+  // from a zeroed state slot.
   virtual Result<StepOutput> Step(const BatchInput& batch, TraceLevel level) = 0;
 
   // Full next-token logits of the last token of each seq (for tests and
@@ -86,6 +103,8 @@ class ModelRunner {
   virtual const ModelConfig& config() const = 0;
   virtual int devices() const = 0;
   virtual KvPool& kv_pool(int device) = 0;
+  // Recurrent-state pool of `device`; empty (0 slots) for models without linear layers.
+  virtual StatePool& state_pool(int device) = 0;
   // expert id -> owning device.
   virtual std::vector<int> expert_device() const = 0;
   virtual SpanRecorder::Clock::time_point epoch() const = 0;

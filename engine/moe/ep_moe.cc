@@ -54,8 +54,20 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
       4LL * (static_cast<int64_t>(h) * e_count + static_cast<int64_t>(tokens) * h));
   logits_.resize(static_cast<size_t>(tokens) * e_count);
   Gemm(x, w.router.data(), logits_.data(), tokens, h, e_count);
-  RouteTopK(logits_.data(), tokens, e_count, top_k_, config_.norm_topk_prob, ids_.data(),
-            weights_.data());
+  if (config_.router == RouterKind::kSigmoidGrouped) {
+    // routed_scaling_factor is applied here, inside the router, and nowhere else.
+    const GroupedRouting r{.experts = e_count,
+                           .top_k = top_k_,
+                           .n_group = config_.n_group,
+                           .topk_group = config_.topk_group,
+                           .renormalize = config_.norm_topk_prob,
+                           .scaling = config_.routed_scaling_factor};
+    RouteGroupedSigmoid(logits_.data(), w.expert_bias.data(), tokens, r, ids_.data(),
+                        weights_.data());
+  } else {
+    RouteTopK(logits_.data(), tokens, e_count, top_k_, config_.norm_topk_prob, ids_.data(),
+              weights_.data());
+  }
   // Layout pass (DeepEP's "notify" metadata): rows go to their expert's owner.
   for (int t = 0; t < tokens; ++t) {
     const float* xr = x + static_cast<size_t>(t) * h;

@@ -3,7 +3,9 @@
 // EpMoeLayer: one device's share of an expert-parallel MoE block, in the
 // DeepEP shape (seed 004) / scatter -> expert FFN -> gather (seed 000 §1):
 //
-//   router    softmax top-k over this device's tokens (home device)
+//   router    softmax top-k, or the sigmoid grouped top-k with expert bias
+//             when config.router == kSigmoidGrouped (router.h), over this
+//             device's tokens (home device)
 //   dispatch  all-to-all: each (token, k) pair goes to the device owning
 //             expert ids[t,k] as a row [expert, slot, weight | hidden x H]
 //   expert    each device groups the rows it received by local expert and runs
@@ -42,7 +44,8 @@ class EpMoeLayer {
   // x: [tokens x H] post-norm hidden states of this rank's tokens.
   // out: [tokens x H], overwritten with routed + shared expert output.
   // counts (may be null): counts[e] += tokens of this rank routed to expert e.
-  // REQUIRES: w.experts[e].present() for every e this rank owns.
+  // REQUIRES: w.experts[e].present() for every e this rank owns; with the
+  // sigmoid router, w.expert_bias holds config.experts values.
   void Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
                SpanRecorder* rec, int64_t* counts);
 

@@ -5,10 +5,14 @@
 namespace sy::engine {
 
 KvPool::KvPool(const KvPoolOptions& options)
-    : options_(options), row_(static_cast<int64_t>(options.kv_heads) * options.head_dim) {
+    : options_(options),
+      entries_(options.latent_dim > 0 ? 1 : 2),
+      row_(options.latent_dim > 0 ? options.latent_dim
+                                  : static_cast<int64_t>(options.kv_heads) * options.head_dim) {
   assert(options.num_pages > 0 && options.page_size > 0 && options.layers > 0 && row_ > 0);
   storage_.assign(
-      static_cast<size_t>(options.num_pages) * options.layers * 2 * options.page_size * row_, 0.0f);
+      static_cast<size_t>(options.num_pages) * options.layers * entries_ * options.page_size * row_,
+      0.0f);
   free_.reserve(options.num_pages);
   // Highest id first so that Allocate hands out 0, 1, 2, ... on a fresh pool.
   for (int p = options.num_pages - 1; p >= 0; --p) free_.push_back(p);
@@ -38,17 +42,40 @@ void KvPool::Free(const std::vector<int32_t>& pages) {
 size_t KvPool::Offset(int page, int layer, int kv, int slot) const {
   assert(page >= 0 && page < options_.num_pages && layer >= 0 && layer < options_.layers);
   assert(slot >= 0 && slot < options_.page_size);
-  return ((((static_cast<size_t>(page) * options_.layers + layer) * 2 + kv) * options_.page_size) +
+  return ((((static_cast<size_t>(page) * options_.layers + layer) * entries_ + kv) *
+           options_.page_size) +
           slot) *
          row_;
 }
 
-float* KvPool::K(int page, int layer, int slot) { return &storage_[Offset(page, layer, 0, slot)]; }
-float* KvPool::V(int page, int layer, int slot) { return &storage_[Offset(page, layer, 1, slot)]; }
+int64_t KvPool::page_bytes() const {
+  return static_cast<int64_t>(options_.layers) * entries_ * options_.page_size * row_ *
+         static_cast<int64_t>(sizeof(float));
+}
+
+float* KvPool::Latent(int page, int layer, int slot) {
+  assert(entries_ == 1);
+  return &storage_[Offset(page, layer, 0, slot)];
+}
+const float* KvPool::Latent(int page, int layer, int slot) const {
+  assert(entries_ == 1);
+  return &storage_[Offset(page, layer, 0, slot)];
+}
+
+float* KvPool::K(int page, int layer, int slot) {
+  assert(entries_ == 2);
+  return &storage_[Offset(page, layer, 0, slot)];
+}
+float* KvPool::V(int page, int layer, int slot) {
+  assert(entries_ == 2);
+  return &storage_[Offset(page, layer, 1, slot)];
+}
 const float* KvPool::K(int page, int layer, int slot) const {
+  assert(entries_ == 2);
   return &storage_[Offset(page, layer, 0, slot)];
 }
 const float* KvPool::V(int page, int layer, int slot) const {
+  assert(entries_ == 2);
   return &storage_[Offset(page, layer, 1, slot)];
 }
 

@@ -6,12 +6,14 @@
 //
 // Token bookkeeping (the same for fresh and preempted requests):
 //   tokens()     = prompt followed by generated
-//   computed     = how many of tokens() have K/V in the request's pages
+//   computed     = how many of tokens() have K/V in the request's pages (and,
+//                  for a hybrid model, are folded into its recurrent-state slot)
 // A step feeds tokens()[computed, ...). While more than one token is
 // outstanding (or nothing was generated yet) the request is in prefill and may
 // be chunked; afterwards each step feeds exactly the last generated token
 // (decode). A preempted request keeps its generated tokens and drops its
-// pages (computed = 0): it is recomputed later by prefilling prompt+generated.
+// pages and its state slot (computed = 0): it is recomputed later by
+// prefilling prompt+generated from position 0, which starts from a zeroed slot.
 //
 // Times are microseconds since the run's epoch (the caller's clock), so tests
 // can inject them.
@@ -48,6 +50,10 @@ struct Request {
 
   int device = -1;             // home device while running (DP attention rank)
   std::vector<int32_t> pages;  // page table on `device`
+  // Recurrent-state slot on `device` while running, when that device's
+  // StatePool has linear layers; -1 otherwise. Held from admission to finish
+  // or preemption, so chunked prefill and decode continue in the same slot.
+  int state_slot = -1;
   std::vector<int32_t> generated;
   int computed = 0;  // tokens with K/V in `pages`
   int preemptions = 0;

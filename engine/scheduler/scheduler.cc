@@ -47,16 +47,29 @@ uint64_t MixSeed(uint64_t seed, uint64_t pos) {
 
 }  // namespace
 
-Scheduler::Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools)
-    : options_(options), pools_(std::move(pools)) {
+Scheduler::Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools,
+                     std::vector<StatePool*> state_pools)
+    : options_(options), pools_(std::move(pools)), state_pools_(std::move(state_pools)) {
   assert(options_.Validate().ok());
   assert(!pools_.empty());
+  assert(state_pools_.empty() || state_pools_.size() == pools_.size());
   page_size_ = pools_.front()->page_size();
   for ([[maybe_unused]] KvPool* p : pools_) assert(p->page_size() == page_size_);
 }
 
 Scheduler::~Scheduler() {
-  for (auto& r : running_) pools_[r->device]->Free(r->pages);
+  for (auto& r : running_) Release(r.get());
+}
+
+bool Scheduler::needs_slot(int device) const {
+  return !state_pools_.empty() && state_pools_[device]->options().layers > 0;
+}
+
+void Scheduler::Release(Request* r) {
+  pools_[r->device]->Free(r->pages);
+  r->pages.clear();
+  if (r->state_slot >= 0) state_pools_[r->device]->Free(r->state_slot);
+  r->state_slot = -1;
 }
 
 int Scheduler::running_on(int device) const {
@@ -83,8 +96,17 @@ Result<int64_t> Scheduler::Submit(RequestSpec spec, int64_t arrival_us) {
   // The last sampled token is never fed back, so K/V covers total - 1 positions.
   const int64_t total = std::min<int64_t>(int64_t{prompt} + spec.max_new_tokens, options_.max_seq);
   const int need = KvPool::PagesFor(static_cast<int>(total - 1), page_size_);
-  int largest = 0;
-  for (KvPool* p : pools_) largest = std::max(largest, p->num_pages());
+  // Some one device must hold both its pages and (if it needs one) a slot.
+  int largest = -1;  // most pages on a device that can hold a slot
+  for (int d = 0; d < devices(); ++d) {
+    if (!needs_slot(d) || state_pools_[d]->slots() > 0) {
+      largest = std::max(largest, pools_[d]->num_pages());
+    }
+  }
+  if (largest < 0) {
+    return InvalidArgument(
+        "request needs a recurrent-state slot but every device's state pool has 0 slots");
+  }
   if (need > largest) {
     return InvalidArgument("request needs up to " + std::to_string(need) +
                            " KV pages but a device pool holds " + std::to_string(largest));
@@ -98,8 +120,13 @@ Result<int64_t> Scheduler::Submit(RequestSpec spec, int64_t arrival_us) {
 }
 
 int Scheduler::PickDevice() const {
-  int best = 0;
-  for (int d = 1; d < devices(); ++d) {
+  int best = -1;
+  for (int d = 0; d < devices(); ++d) {
+    if (needs_slot(d) && state_pools_[d]->free_slots() == 0) continue;
+    if (best < 0) {
+      best = d;
+      continue;
+    }
     const int fd = pools_[d]->free_pages(), fb = pools_[best]->free_pages();
     if (fd > fb || (fd == fb && running_on(d) < running_on(best))) best = d;
   }
@@ -107,8 +134,7 @@ int Scheduler::PickDevice() const {
 }
 
 void Scheduler::Preempt(Request* r) {
-  pools_[r->device]->Free(r->pages);
-  r->pages.clear();
+  Release(r);
   r->computed = 0;
   r->device = -1;
   r->state = RequestState::kWaiting;
@@ -156,6 +182,7 @@ void Scheduler::AddSeq(BatchInput* batch, Request* req, int n) {
   s.tokens.reserve(n);
   for (int p = r.computed; p < r.computed + n; ++p) s.tokens.push_back(r.token_at(p));
   s.pages = r.pages;
+  s.state_slot = r.state_slot;
   s.sample = r.computed + n == r.total_len();
   s.temperature = r.spec.temperature;
   s.sample_seed = MixSeed(r.spec.seed, static_cast<uint64_t>(r.computed + n));
@@ -196,6 +223,7 @@ BatchInput Scheduler::Plan() {
          running() < options_.max_running) {
     Request* r = waiting_.front().get();
     const int d = PickDevice();
+    if (d < 0) break;  // every device's state slots are taken
     KvPool* pool = pools_[d];
     const int need = KvPool::PagesFor(r->total_len(), page_size_);
     const bool alone = running_on(d) == 0;
@@ -204,6 +232,11 @@ BatchInput Scheduler::Plan() {
     const Status s = pool->Allocate(need, &r->pages);
     assert(s.ok());
     s.IgnoreError();
+    if (needs_slot(d)) {
+      Result<int> slot = state_pools_[d]->Allocate();
+      assert(slot.ok());  // PickDevice saw a free slot
+      r->state_slot = slot.ok() ? *slot : -1;
+    }
     r->state = RequestState::kRunning;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
@@ -253,8 +286,7 @@ Result<std::vector<Request>> Scheduler::Commit(const StepOutput& out, int64_t no
     if (r->finish == FinishReason::kNone) continue;
     r->finish_us = now_us;
     r->state = RequestState::kFinished;
-    pools_[r->device]->Free(r->pages);
-    r->pages.clear();
+    Release(r);
     auto it =
         std::find_if(running_.begin(), running_.end(), [r](const auto& q) { return q.get() == r; });
     assert(it != running_.end());

@@ -1,33 +1,50 @@
 // File: engine/scheduler/scheduler.h
 //
 // Scheduler: continuous batching over P devices with data-parallel attention
-// (each request's KV lives in the KvPool of one home device) and a shared
-// per-step token budget.
+// (each request's KV lives in the KvPool of one home device, and for a hybrid
+// model its linear-attention state in one slot of that device's StatePool)
+// and a shared per-step token budget.
 //
-//   Scheduler sched(options, {&runner.kv_pool(0), ...});
+//   Scheduler sched(options, {&runner.kv_pool(0), ...},
+//                   {&runner.state_pool(0), ...});   // or {} (no linear layers)
 //   sched.Submit(spec, now_us);
 //   BatchInput batch = sched.Plan();
 //   StepOutput out = runner.Step(batch, level).value();
 //   for (Request& r : sched.Commit(out, now_us).value()) report(r);
 //
+// Two resource pools per device (seed 000 "Hybrid Memory Pools", seed 002
+// §2.2): KV pages, which grow with the sequence, and recurrent-state slots,
+// one per request whatever its length. A request needs a slot iff its
+// device's StatePool has layers (options().layers > 0). The two are one
+// lifecycle: admission acquires both (on the same device), finish and
+// preemption release both, and chunked prefill and decode continue in the
+// same slot (SeqInput::state_slot). Slots never grow, so only pages can run
+// out mid-flight; slots only ever gate admission.
+//
 // Policy of one Plan():
 //   1. decode first: every running request past prefill gets its 1 token. A
 //      request that crosses a page boundary gets one more page; if its pool
 //      is empty, the newest running request on that device is preempted
-//      (pages freed, back to the head of the queue, recomputed later), which
-//      may be the request itself. No request is ever dropped.
+//      (pages and slot freed, back to the head of the queue, recomputed
+//      later from position 0 in a fresh slot), which may be the request
+//      itself. No request is ever dropped.
 //   2. running requests still in prefill get their next chunk from what is
 //      left of the budget (chunked prefill; `sample` only on the final chunk).
-//   3. waiting requests are admitted FCFS while budget and max_running allow
-//      and the device with the most free pages can hold the whole prompt plus
-//      the reserve; the head of the queue blocks the rest (no overtaking, so
-//      no starvation). Admission is skipped in a step that preempted.
-// Plan() changes page ownership and states but not `computed`; Commit()
-// advances the requests by what the step did. Plan() twice without Commit()
-// replans the same work (used when a Step fails).
+//   3. waiting requests are admitted FCFS while budget and max_running allow.
+//      The candidate device is the one with the most free pages among those
+//      with a free state slot (or needing none); it must hold the whole
+//      prompt plus the reserve. When no device has a free slot, or the
+//      candidate lacks pages, the head of the queue blocks the rest (no
+//      overtaking, so no starvation). Admission is skipped in a step that
+//      preempted.
+// Plan() changes page and slot ownership and states but not `computed`;
+// Commit() advances the requests by what the step did. Plan() twice without
+// Commit() replans the same work (used when a Step fails; the runner writes
+// nothing for a step it refuses, so the slot state is still that of
+// `computed`).
 //
-// Thread-safety: single-threaded; the KvPools must not be touched by anyone
-// else while the scheduler owns requests in them.
+// Thread-safety: single-threaded; the KvPools and StatePools must not be
+// touched by anyone else while the scheduler owns requests in them.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +55,7 @@
 #include "base/status.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/pools/kv_pool.h"
+#include "engine/pools/state_pool.h"
 #include "engine/scheduler/request.h"
 
 namespace sy::engine {
@@ -78,24 +96,28 @@ struct PlanStats {
 class Scheduler {
  public:
   // REQUIRES: options.Validate() is OK; pools non-empty, all with the same
-  // page_size, each outliving the scheduler.
-  Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools);
+  // page_size; state_pools empty (no device has linear layers) or one per
+  // device (state_pools[d] is device d's); every pool outlives the scheduler.
+  Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools,
+            std::vector<StatePool*> state_pools = {});
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
-  // Frees the pages of every request still running.
+  // Frees the pages and state slots of every request still running.
   ~Scheduler();
 
   // Queues a request; returns its id (1, 2, ...). INVALID_ARGUMENT if the
   // prompt is empty, has a token outside the vocab, leaves no room under
-  // max_seq, max_new_tokens < 1, or the request could not fit in one device's
-  // pool even alone (it would never be admitted). Nothing is queued then.
+  // max_seq, max_new_tokens < 1, or the request could not fit on any one
+  // device even alone: its KV pages in the KvPool and, where the device needs
+  // one, a slot in its StatePool (it would never be admitted). Nothing is
+  // queued then.
   Result<int64_t> Submit(RequestSpec spec, int64_t arrival_us);
 
   // The next step's batch: decode seqs first, then prefill chunks. Empty when
   // there is nothing to do.
   BatchInput Plan();
   // Applies `out` (for the batch of the last Plan) at time `now_us` and
-  // returns the requests that finished, with their pages freed.
+  // returns the requests that finished, with their pages and slots freed.
   // INTERNAL (nothing applied) if `out` does not match the planned batch.
   Result<std::vector<Request>> Commit(const StepOutput& out, int64_t now_us);
 
@@ -103,6 +125,8 @@ class Scheduler {
   int running() const { return static_cast<int>(running_.size()); }
   int waiting() const { return static_cast<int>(waiting_.size()); }
   int running_on(int device) const;
+  // True when requests on `device` hold a recurrent-state slot.
+  bool needs_slot(int device) const;
   bool idle() const { return running_.empty() && waiting_.empty(); }
   int64_t step() const { return step_; }
   int64_t finished_total() const { return finished_total_; }
@@ -116,6 +140,10 @@ class Scheduler {
   // Returns false if r itself was preempted.
   bool EnsurePages(Request* r, int positions);
   void Preempt(Request* r);
+  // Returns r's pages and slot to its device's pools.
+  void Release(Request* r);
+  // Admission candidate: most free pages among the devices with a free slot
+  // (or needing none); -1 if every device is out of slots.
   int PickDevice() const;
   // Appends r's next `n` tokens to the batch and remembers them for Commit.
   void AddSeq(BatchInput* batch, Request* r, int n);
@@ -128,6 +156,7 @@ class Scheduler {
 
   SchedulerOptions options_;
   std::vector<KvPool*> pools_;
+  std::vector<StatePool*> state_pools_;  // empty, or parallel to pools_
   int page_size_;
   int64_t next_id_ = 1;
   int64_t step_ = 0;

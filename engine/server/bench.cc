@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/attention/linear_attention.h"
+#include "engine/model/weights.h"
 #include "engine/server/engine.h"
 
 namespace sy::engine {
@@ -28,8 +30,12 @@ Result<DecodeResult> BenchDecode(ModelRunner& runner, const BenchOptions& o, int
   so.max_seq = runner.config().max_seq;
   so.vocab = runner.config().vocab;
   std::vector<KvPool*> pools;
-  for (int d = 0; d < runner.devices(); ++d) pools.push_back(&runner.kv_pool(d));
-  Scheduler sched(so, std::move(pools));
+  std::vector<StatePool*> states;
+  for (int d = 0; d < runner.devices(); ++d) {
+    pools.push_back(&runner.kv_pool(d));
+    states.push_back(&runner.state_pool(d));
+  }
+  Scheduler sched(so, std::move(pools), std::move(states));
   for (int i = 0; i < batch; ++i) {
     RequestSpec spec;
     spec.prompt.assign(o.prompt_len, 'a' + i % 26);
@@ -90,6 +96,69 @@ Result<ServeResult> BenchServe(const ModelConfig& config, const BenchOptions& o,
   return r;
 }
 
+// One prompt of `tokens` tokens through the whole model in one step, with the
+// linear layers in `mode`; the best of `repeats` runs.
+Result<PrefillResult> BenchModelPrefill(const ModelConfig& config, const BenchOptions& o,
+                                        PrefillMode mode, int repeats) {
+  ModelRunnerOptions ro{.devices = o.devices,
+                        .seed = o.seed,
+                        .kv_pages_per_device = KvPool::PagesFor(o.prefill_len, 16),
+                        .page_size = 16,
+                        .state_slots_per_device = 1};
+  ro.linear_prefill = mode;
+  ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(config, ro));
+  SeqInput s;
+  s.request_id = 1;
+  RETURN_IF_ERROR(runner->kv_pool(0).Allocate(ro.kv_pages_per_device, &s.pages));
+  ASSIGN_OR_RETURN(s.state_slot, runner->state_pool(0).Allocate());
+  for (int i = 0; i < o.prefill_len; ++i) s.tokens.push_back(i * 7 % 256);
+  PrefillResult r{.what = "model",
+                  .form = mode == PrefillMode::kChunked ? "chunked" : "recurrent",
+                  .tokens = o.prefill_len};
+  for (int rep = 0; rep < repeats; ++rep) {
+    const auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(StepOutput out, runner->Step(BatchInput{.seqs = {s}}, TraceLevel::kOff));
+    const double secs = Seconds(Clock::now() - t0);
+    if (rep == 0 || secs < r.seconds) r.seconds = secs;
+  }
+  r.tokens_per_s = r.tokens / r.seconds;
+  return r;
+}
+
+// The KDA core alone at Ling3-Tiny's head shape: 16 heads of d = 128 over
+// `tokens` tokens, the state starting at zero.
+PrefillResult BenchKdaCore(int tokens, PrefillMode mode, int repeats) {
+  constexpr int kHeads = 16, kD = 128, kChunk = 64;
+  const size_t n = static_cast<size_t>(tokens) * kD;
+  std::vector<float> q(n), k(n), v(n), g(n), beta(tokens), o(n), state(kD * kD);
+  std::vector<float> scratch;
+  FillTensor(1, "q", 1.0f / kD, 0, q.data(), n);  // unit-norm-sized rows, as after L2 norm
+  FillTensor(1, "k", 1.0f / kD, 0, k.data(), n);
+  FillTensor(1, "v", 1.0f, 0, v.data(), n);
+  FillTensor(1, "g", 0.05f, -0.1f, g.data(), n);
+  FillTensor(1, "beta", 0.4f, 0.5f, beta.data(), tokens);
+  PrefillResult r{.what = "kda_core",
+                  .form = mode == PrefillMode::kChunked ? "chunked" : "recurrent",
+                  .tokens = tokens};
+  for (int rep = 0; rep < repeats; ++rep) {
+    const auto t0 = Clock::now();
+    for (int h = 0; h < kHeads; ++h) {
+      std::fill(state.begin(), state.end(), 0.0f);
+      if (mode == PrefillMode::kChunked) {
+        KdaChunked(q.data(), k.data(), v.data(), g.data(), beta.data(), 1, tokens, kD, kD, kChunk,
+                   state.data(), o.data(), &scratch);
+      } else {
+        KdaRecurrent(q.data(), k.data(), v.data(), g.data(), beta.data(), 1, tokens, kD, kD,
+                     state.data(), o.data());
+      }
+    }
+    const double secs = Seconds(Clock::now() - t0);
+    if (rep == 0 || secs < r.seconds) r.seconds = secs;
+  }
+  r.tokens_per_s = r.tokens / r.seconds;
+  return r;
+}
+
 // A scratch directory for ipc:// sockets, removed on scope exit.
 class ScratchDir {
  public:
@@ -145,6 +214,20 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   }
   runner.reset();
 
+  if (config.hybrid() && o.prefill_len > 0) {
+    if (o.prefill_len > config.max_seq) {
+      return InvalidArgument("--prefill-len exceeds the model's max_seq " +
+                             std::to_string(config.max_seq));
+    }
+    for (PrefillMode m : {PrefillMode::kChunked, PrefillMode::kRecurrent}) {
+      ASSIGN_OR_RETURN(PrefillResult p, BenchModelPrefill(config, o, m, 3));
+      report.prefill.push_back(p);
+    }
+    for (PrefillMode m : {PrefillMode::kChunked, PrefillMode::kRecurrent}) {
+      report.prefill.push_back(BenchKdaCore(o.prefill_len, m, 3));
+    }
+  }
+
   if (o.trace_compare) {
     ScratchDir dir;
     if (dir.error()) {
@@ -181,6 +264,28 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
                            {"steps", d.steps},
                            {"tokens_per_s", d.tokens_per_s},
                            {"step_ms", d.step_ms}});
+  }
+  if (!r.prefill.empty()) {
+    out << "\nprefill     what       form        tokens   seconds    tokens/s\n";
+    j["prefill"] = nlohmann::json::array();
+    for (const PrefillResult& p : r.prefill) {
+      std::snprintf(line, sizeof line, "            %-9s  %-10s %6d  %8.4f  %10.1f\n",
+                    p.what.c_str(), p.form.c_str(), p.tokens, p.seconds, p.tokens_per_s);
+      out << line;
+      j["prefill"].push_back({{"what", p.what},
+                              {"form", p.form},
+                              {"tokens", p.tokens},
+                              {"seconds", p.seconds},
+                              {"tokens_per_s", p.tokens_per_s}});
+    }
+    // Rows come in (chunked, recurrent) pairs per `what`.
+    for (size_t i = 0; i + 1 < r.prefill.size(); i += 2) {
+      const double ratio = r.prefill[i].tokens_per_s / r.prefill[i + 1].tokens_per_s;
+      std::snprintf(line, sizeof line, "%s chunked / recurrent prefill: %.2fx\n",
+                    r.prefill[i].what.c_str(), ratio);
+      out << line;
+      j["chunked_over_recurrent_" + r.prefill[i].what] = ratio;
+    }
   }
   if (!r.serve.empty()) {
     out << "\nserving     trace   steps   generated   seconds    tokens/s   dropped\n";

@@ -7,6 +7,11 @@
 //       the same burst workload with tracing off and with tracing full; the
 //       Publisher binds an ipc:// endpoint with no subscriber, so encoding and
 //       sending every span counts. full/off is the tracing overhead.
+//   (c) hybrid models only: prefill tokens/s of one `prefill_len`-token prompt
+//       with the linear-attention layers in their chunk-wise form and in the
+//       token-by-token recurrence (whole model, one step), and the same two
+//       forms of the KDA core alone at Ling3-Tiny's head shape (16 heads of
+//       128). chunked/recurrent is the chunk-wise form's speed-up.
 //
 // Thread-safety: RunBench uses its own runners and engines; call from one thread.
 #pragma once
@@ -33,6 +38,15 @@ struct BenchOptions {
   // Off and full runs alternate this many times; the best of each counts, so
   // a noisy neighbour on a shared machine hurts both sides alike.
   int serve_repeats = 2;
+  int prefill_len = 2048;  // (c); 0 skips it
+};
+
+struct PrefillResult {
+  std::string what;  // "model" | "kda_core"
+  std::string form;  // "chunked" | "recurrent"
+  int tokens = 0;
+  double seconds = 0;
+  double tokens_per_s = 0;
 };
 
 struct DecodeResult {
@@ -58,6 +72,7 @@ struct BenchReport {
   std::vector<ServeResult> serve;  // empty unless trace_compare
   // tokens/s with tracing full divided by tokens/s with tracing off.
   double full_over_off = 0;
+  std::vector<PrefillResult> prefill;  // empty unless a hybrid model and prefill_len > 0
 };
 
 // INVALID_ARGUMENT for bad options (unknown preset, batch < 1, ...);

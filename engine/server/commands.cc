@@ -27,10 +27,38 @@ std::string KnownCommands() {
 
 json Engine::DescribeJson() const {
   json j = telemetry::ToJson(BuildMeta());
-  // docs/PROTOCOL.md 7.4: the meta body without the stream envelope.
+  // docs/PROTOCOL.md 7.4: the meta body without the stream envelope, plus the
+  // per-device pool geometry (the same on every device).
   for (const char* field : {"v", "run", "seq", "t"}) j.erase(field);
+  const KvPool& kv = runner_->kv_pool(0);
+  const StatePool& state = runner_->state_pool(0);
+  j["pools"] = {
+      {"kv_pages_per_device", kv.num_pages()},  {"kv_page_bytes", kv.page_bytes()},
+      {"kv_bytes_per_device", kv.bytes()},      {"state_slots_per_device", state.slots()},
+      {"state_slot_bytes", state.slot_bytes()}, {"state_bytes_per_device", state.bytes()}};
   return j;
 }
+
+namespace {
+
+json PoolsJson(const std::vector<telemetry::DeviceOccupancy>& devices) {
+  json out = json::array();
+  for (const telemetry::DeviceOccupancy& d : devices) {
+    out.push_back({{"device", d.device},
+                   {"running", d.running},
+                   {"kv_pages_used", d.kv_pages_used},
+                   {"kv_pages_total", d.kv_pages_total},
+                   {"kv_bytes_used", d.kv_bytes_used},
+                   {"kv_bytes_total", d.kv_bytes_total},
+                   {"state_slots_used", d.state_slots_used},
+                   {"state_slots_total", d.state_slots_total},
+                   {"state_bytes_used", d.state_bytes_used},
+                   {"state_bytes_total", d.state_bytes_total}});
+  }
+  return out;
+}
+
+}  // namespace
 
 json Engine::StatusJson() const {
   return {{"state", StateName()},
@@ -41,7 +69,8 @@ json Engine::StatusJson() const {
           {"generated", scheduler_->generated_total()},
           {"trace_level", std::string(TraceLevelName(trace_level_))},
           {"dropped_total", publisher_->counters().dropped_total},
-          {"uptime_us", NowUs()}};
+          {"uptime_us", NowUs()},
+          {"pools", PoolsJson(PoolOccupancy())}};
 }
 
 Result<json> Engine::Execute(const telemetry::CommandRequest& req) {

@@ -41,6 +41,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   RETURN_IF_ERROR(options.model.Validate().WithContext("model"));
   options.scheduler.max_seq = options.model.max_seq;
   options.scheduler.vocab = options.model.vocab;
+  options.scheduler.eos_token = options.model.eos_token;
   RETURN_IF_ERROR(options.scheduler.Validate().WithContext("scheduler"));
   if (options.workload_enabled) {
     options.workload.max_prompt_tokens =
@@ -55,8 +56,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   e->run_id_ = o.run_id.empty() ? NewRunId(e->started_unix_ms_) : o.run_id;
   ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(o.model, o.runner));
   std::vector<KvPool*> pools;
-  for (int d = 0; d < e->runner_->devices(); ++d) pools.push_back(&e->runner_->kv_pool(d));
-  e->scheduler_ = std::make_unique<Scheduler>(o.scheduler, std::move(pools));
+  std::vector<StatePool*> state_pools;
+  for (int d = 0; d < e->runner_->devices(); ++d) {
+    pools.push_back(&e->runner_->kv_pool(d));
+    state_pools.push_back(&e->runner_->state_pool(d));
+  }
+  e->scheduler_ =
+      std::make_unique<Scheduler>(o.scheduler, std::move(pools), std::move(state_pools));
   if (o.workload_enabled) e->workload_ = std::make_unique<WorkloadGenerator>(o.workload);
   ASSIGN_OR_RETURN(e->publisher_,
                    telemetry::Publisher::Start(o.publisher, e->run_id_, e->runner_->epoch()));
@@ -90,7 +96,12 @@ telemetry::Meta Engine::BuildMeta() const {
              .max_seq = c.max_seq,
              .page_size = options_.runner.page_size,
              .params = c.ParamCount(),
-             .dtype = "fp32"};
+             .dtype = "fp32",
+             .arch = c.arch,
+             .attention = {}};
+  for (int l = 0; l < c.layers; ++l) {
+    m.model.attention.emplace_back(AttentionKindName(c.attention(l)));
+  }
   m.devices = runner_->devices();
   m.layout = "EP";
   m.trace_level = std::string(TraceLevelName(trace_level_));
@@ -98,7 +109,8 @@ telemetry::Meta Engine::BuildMeta() const {
   m.started_unix_ms = started_unix_ms_;
   m.workload = options_.workload_enabled ? options_.workload.Describe() : "none";
   m.expert_device = runner_->expert_device();
-  m.kv_pages_per_device = options_.runner.kv_pages_per_device;
+  m.kv_pages_per_device = runner_->kv_pool(0).num_pages();
+  m.state_slots_per_device = runner_->state_pool(0).slots();
   return m;
 }
 
@@ -212,13 +224,7 @@ Status Engine::RunStep() {
 
   telemetry::Occupancy occ;
   occ.step = batch.step;
-  for (int d = 0; d < runner_->devices(); ++d) {
-    const KvPool& pool = runner_->kv_pool(d);
-    occ.devices.push_back({.device = d,
-                           .kv_pages_used = pool.used_pages(),
-                           .kv_pages_total = pool.num_pages(),
-                           .running = scheduler_->running_on(d)});
-  }
+  occ.devices = PoolOccupancy();
   occ.running = scheduler_->running();
   occ.waiting = scheduler_->waiting();
   occ.prefill_tokens = plan.prefill_tokens;
@@ -263,6 +269,25 @@ Status Engine::RunStep() {
   stats_.step_us += done_us - start_us;
   stats_.serving_us = done_us - first_step_us_;
   return Status::Ok();
+}
+
+std::vector<telemetry::DeviceOccupancy> Engine::PoolOccupancy() const {
+  std::vector<telemetry::DeviceOccupancy> out;
+  for (int d = 0; d < runner_->devices(); ++d) {
+    const KvPool& kv = runner_->kv_pool(d);
+    const StatePool& state = runner_->state_pool(d);
+    out.push_back({.device = d,
+                   .kv_pages_used = kv.used_pages(),
+                   .kv_pages_total = kv.num_pages(),
+                   .running = scheduler_->running_on(d),
+                   .state_slots_used = state.used_slots(),
+                   .state_slots_total = state.slots(),
+                   .kv_bytes_used = kv.used_pages() * kv.page_bytes(),
+                   .kv_bytes_total = kv.num_pages() * kv.page_bytes(),
+                   .state_bytes_used = state.used_slots() * state.slot_bytes(),
+                   .state_bytes_total = state.bytes()});
+  }
+  return out;
 }
 
 EngineStats Engine::stats() const {

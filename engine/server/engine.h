@@ -15,6 +15,8 @@
 //   Status s = engine->Run();   // until `stop`, RequestStop() or the workload is done
 //
 // Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop.
+// describe and status show both memory pools of every device (KV pages and,
+// for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
 // boundary; a malformed or failing command changes nothing. Every command is
 // mirrored on the event stream (received, then done or failed).
@@ -108,6 +110,9 @@ class Engine {
   nlohmann::json StatusJson() const;
 
   telemetry::Meta BuildMeta() const;
+  // Both memory pools of every device, as published on the occupancy stream
+  // and shown by the status command.
+  std::vector<telemetry::DeviceOccupancy> PoolOccupancy() const;
   void PublishMeta();
   void PublishEvent(std::string kind, std::string name, std::string phase, std::string message,
                     nlohmann::json detail = nlohmann::json::object());

@@ -1,10 +1,14 @@
 // File: engine/server/main.cc
 //
 // moe-engine: serve an MoE model with the built-in workload, publishing
-// telemetry and answering commands; or `bench` for in-process throughput.
+// telemetry and answering commands; `bench` for in-process throughput; the
+// model tools `make-checkpoint` and `score` (model_tools.h).
 //
 //   moe-engine [serve] --model tiny --devices 4 --rate 8 --trace summary
+//   moe-engine serve --model ckpt/             # a config.json + safetensors directory
 //   moe-engine bench --model tiny --batch 1,64 --steps 32
+//   moe-engine make-checkpoint --preset tiny-hybrid --out ckpt/
+//   moe-engine score --model ckpt/ --tokens 256,72,105
 //
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
 // bound), 2 bad command line.
@@ -20,8 +24,11 @@
 #include <vector>
 
 #include "engine/model/config.h"
+#include "engine/pools/pool_sizing.h"
 #include "engine/server/bench.h"
 #include "engine/server/engine.h"
+#include "engine/server/model_source.h"
+#include "engine/server/model_tools.h"
 
 namespace sy::engine {
 namespace {
@@ -105,7 +112,9 @@ int Serve(int argc, char** argv) {
   std::string model = "tiny", telemetry = "tcp://127.0.0.1:5555", control = "tcp://127.0.0.1:5556",
               trace = "summary", log_level = "info";
   std::string prompt_len = "16-128", output_len = "16-128";
-  int devices = 4, kv_pages = 512, max_batch_tokens = 512, max_running = 128;
+  int devices = 4, kv_pages = 512, state_slots = 64, max_batch_tokens = 512, max_running = 128;
+  int64_t pool_memory_mb = 0;
+  double state_fraction = 0.25;
   uint64_t seed = 1;
   // 8 req/s keeps ~10 requests running on the tiny preset: a batch worth
   // watching, well under what 2 cores serve.
@@ -114,8 +123,10 @@ int Serve(int argc, char** argv) {
   float temperature = 0;
   bool paused = false;
   const std::vector<std::string> presets = PresetNames();
-  app.add_option("--model", model, "model preset: " + JoinNames(presets))
-      ->check(CLI::IsMember(presets))
+  app.add_option("--model", model,
+                 "model preset (" + JoinNames(presets) +
+                     ") or a model directory (config.json "
+                     "+ *.safetensors, e.g. from make-checkpoint)")
       ->capture_default_str();
   app.add_option("--devices", devices, "virtual devices P")
       ->check(CLI::Range(1, 64))
@@ -145,6 +156,20 @@ int Serve(int argc, char** argv) {
   app.add_option("--kv-pages", kv_pages, "KV cache pages per device")
       ->check(CLI::Range(1, 1 << 22))
       ->capture_default_str();
+  app.add_option("--state-slots", state_slots,
+                 "recurrent-state slots per device (hybrid models): concurrent requests a "
+                 "device can hold")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--pool-memory-mb", pool_memory_mb,
+                 "per-device memory for the KV and recurrent-state pools, MiB; when set it "
+                 "overrides --kv-pages and --state-slots, split by --state-fraction")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--state-fraction", state_fraction,
+                 "share of --pool-memory-mb for recurrent-state slots (hybrid models)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--max-batch-tokens", max_batch_tokens, "token budget per step")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -161,9 +186,31 @@ int Serve(int argc, char** argv) {
   if (auto code = Parse(app, argc, argv)) return *code;
   spdlog::set_level(spdlog::level::from_str(log_level));
 
+  Result<LoadedModel> loaded = LoadModel(model);
+  if (!loaded.ok()) {
+    spdlog::error("cannot load the model: {}", loaded.status().ToString());
+    return loaded.status().code() == StatusCode::kNotFound ? kExitUsage : kExitRuntime;
+  }
+  if (pool_memory_mb > 0) {
+    Result<PoolSizing> sz = SizePools(loaded->config, ModelRunnerOptions{}.page_size,
+                                      pool_memory_mb << 20, state_fraction);
+    if (!sz.ok()) {
+      spdlog::error("cannot size the pools: {}", sz.status().ToString());
+      return kExitUsage;
+    }
+    kv_pages = sz->kv_pages;
+    if (sz->state_slots > 0) state_slots = sz->state_slots;
+    spdlog::info("pools per device: {} KV pages ({} MiB), {} state slots ({} MiB)", sz->kv_pages,
+                 sz->kv_bytes >> 20, sz->state_slots, sz->state_bytes >> 20);
+  }
   EngineOptions o;
-  o.model = PresetConfig(model).value();  // IsMember checked the name
-  o.runner = {.devices = devices, .seed = seed, .kv_pages_per_device = kv_pages};
+  o.model = loaded->config;
+  o.runner = {.devices = devices,
+              .seed = seed,
+              .checkpoint = loaded->checkpoint.get(),
+              .kv_pages_per_device = kv_pages,
+              .state_slots_per_device = state_slots};
+  o.workload.tokenizer = loaded->tokenizer;
   o.scheduler.max_batch_tokens = max_batch_tokens;
   o.scheduler.max_running = max_running;
   o.workload.rate = rate;
@@ -229,6 +276,11 @@ int Bench(int argc, char** argv) {
   app.add_option("--serve-repeats", o.serve_repeats, "alternating off/full runs; best of each")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--prefill-len", o.prefill_len,
+                 "hybrid models: prompt tokens of the chunk-wise vs recurrent prefill "
+                 "comparison (0: skip)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -243,15 +295,85 @@ int Bench(int argc, char** argv) {
   return 0;
 }
 
+int MakeCheckpointMain(int argc, char** argv) {
+  CLI::App app{
+      "moe-engine make-checkpoint: write a preset's weights as a checkpoint directory "
+      "(config.json + safetensors in the Ling3 layout)",
+      "moe-engine make-checkpoint"};
+  MakeCheckpointOptions o;
+  std::string dtype = "f32";
+  const std::vector<std::string> presets = PresetNames();
+  app.add_option("--preset", o.preset, "model preset: " + JoinNames(presets))
+      ->required()
+      ->check(CLI::IsMember(presets));
+  app.add_option("--out", o.out, "directory to create (must not exist)")->required();
+  app.add_option("--seed", o.seed, "weights seed")->capture_default_str();
+  app.add_option("--dtype", dtype, "tensor dtype on disk")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  int64_t shard_mb = 2048;
+  app.add_option("--shard-mb", shard_mb, "largest safetensors shard, MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  if (auto code = Parse(app, argc, argv)) return *code;
+  o.dtype = dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  o.shard_bytes = shard_mb << 20;
+  Status s = MakeCheckpoint(o);
+  if (!s.ok()) {
+    spdlog::error("make-checkpoint failed: {}", s.ToString());
+    return kExitRuntime;
+  }
+  spdlog::info("wrote {} ({} in {})", o.out, o.preset, dtype);
+  return 0;
+}
+
+int ScoreMain(int argc, char** argv) {
+  CLI::App app{
+      "moe-engine score: the logits after every token of a sequence, as JSON "
+      "{\"logits\": [[...], ...]}",
+      "moe-engine score"};
+  ScoreOptions o;
+  std::string dir, preset;
+  auto* m = app.add_option("--model", dir, "model directory (config.json + *.safetensors)");
+  app.add_option("--preset", preset, "model preset: " + JoinNames(PresetNames()))
+      ->check(CLI::IsMember(PresetNames()))
+      ->excludes(m);
+  app.add_option("--tokens", o.tokens, "token ids, comma separated")
+      ->required()
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--devices", o.devices, "virtual devices P")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "weights seed (presets)")->capture_default_str();
+  if (auto code = Parse(app, argc, argv)) return *code;
+  if (dir.empty() == preset.empty()) {
+    std::cerr << "moe-engine score: give exactly one of --model DIR or --preset P\n";
+    return kExitUsage;
+  }
+  o.model = dir.empty() ? preset : dir;
+  Result<std::vector<std::vector<float>>> r = Score(o);
+  if (!r.ok()) {
+    spdlog::error("score failed: {}", r.status().ToString());
+    return r.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime;
+  }
+  PrintScore(*r, std::cout);
+  return 0;
+}
+
 }  // namespace
 }  // namespace sy::engine
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("moe-engine"));
-  // `moe-engine serve ...` and `moe-engine ...` are the same; `bench` has its own flags.
+  // `moe-engine serve ...` and `moe-engine ...` are the same; the others have their own flags.
   std::vector<char*> args(argv, argv + argc);
   const std::string sub = argc > 1 ? argv[1] : "";
-  if (sub == "bench" || sub == "serve") args.erase(args.begin() + 1);
+  const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" || sub == "score";
+  if (known) args.erase(args.begin() + 1);
   const int n = static_cast<int>(args.size());
-  return sub == "bench" ? sy::engine::Bench(n, args.data()) : sy::engine::Serve(n, args.data());
+  if (sub == "bench") return sy::engine::Bench(n, args.data());
+  if (sub == "make-checkpoint") return sy::engine::MakeCheckpointMain(n, args.data());
+  if (sub == "score") return sy::engine::ScoreMain(n, args.data());
+  return sy::engine::Serve(n, args.data());
 }

@@ -145,15 +145,30 @@ int WorkloadGenerator::Draw(const LengthDist& d) {
 
 std::vector<int32_t> WorkloadGenerator::MakePrompt(int tokens) {
   const auto& corpus = CorpusSentences();
-  const size_t bytes = static_cast<size_t>(tokens - 1);  // Encode adds BOS
-  std::string text;
   size_t i = std::uniform_int_distribution<size_t>(0, corpus.size() - 1)(rng_);
-  while (text.size() < bytes) {
-    if (!text.empty()) text += ' ';
-    text += corpus[i++ % corpus.size()];
+  std::string text;
+  auto extend_to = [&](size_t bytes) {
+    while (text.size() < bytes) {
+      if (!text.empty()) text += ' ';
+      text += corpus[i++ % corpus.size()];
+    }
+  };
+  if (!options_.tokenizer) {
+    const size_t bytes = static_cast<size_t>(tokens - 1);  // Encode adds BOS
+    extend_to(bytes);
+    text.resize(bytes);
+    return Encode(text, /*add_bos=*/true);
   }
-  text.resize(bytes);
-  return Encode(text, /*add_bos=*/true);
+  // A subword tokenizer packs several bytes per token: encode enough text,
+  // then cut to exactly `tokens`.
+  std::vector<int32_t> out;
+  for (size_t bytes = static_cast<size_t>(tokens) * 4;; bytes *= 2) {
+    extend_to(bytes);
+    out = options_.tokenizer->Encode(text, /*add_bos=*/true);
+    if (static_cast<int>(out.size()) >= tokens) break;
+  }
+  out.resize(tokens);
+  return out;
 }
 
 std::optional<Arrival> WorkloadGenerator::Next() {

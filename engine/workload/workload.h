@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/model/tokenizer.h"
 #include "engine/scheduler/request.h"
 
 namespace sy::engine {
@@ -63,6 +65,9 @@ struct WorkloadOptions {
   // Prompts longer than this are cut (the model's max_seq - 1 fits them all).
   int max_prompt_tokens = 1 << 20;
   bool ignore_eos = false;
+  // Turns the corpus text into prompt tokens; null means the byte-level
+  // tokenizer. A checkpoint directory's tokenizer.json comes in here.
+  std::shared_ptr<const Tokenizer> tokenizer;
 
   // INVALID_ARGUMENT naming the bad field (rate <= 0 without burst, a burst
   // without max_requests, a bad length distribution, ...).

@@ -41,8 +41,9 @@ MODEL = {
     "preset": "str", "vocab": "int", "hidden": "int", "layers": "int", "heads": "int",
     "head_dim": "int", "experts": "int", "top_k": "int", "expert_inter": "int",
     "shared_inter": "int", "max_seq": "int", "page_size": "int", "params": "int",
-    "dtype": "str",
+    "dtype": "str", "arch": "str", "attention": ("list", "str"),
 }
+ATTENTION_KINDS = {"mha", "mla", "kda", "gla"}
 SPAN = {
     "device": "int", "layer": "int", "name": "str", "kind": "str", "start_us": "int",
     "dur_us": "int", "tokens": "int", "flops": "int", "bytes": "int",
@@ -51,13 +52,18 @@ KERNEL = {
     "device": "int", "name": "str", "kind": "str", "count": "int", "total_us": "int",
     "max_us": "int", "flops": "int", "bytes": "int",
 }
-DEVICE_OCC = {"device": "int", "kv_pages_used": "int", "kv_pages_total": "int", "running": "int"}
+DEVICE_OCC = {
+    "device": "int", "kv_pages_used": "int", "kv_pages_total": "int", "running": "int",
+    "state_slots_used": "int", "state_slots_total": "int", "kv_bytes_used": "int",
+    "kv_bytes_total": "int", "state_bytes_used": "int", "state_bytes_total": "int",
+}
 
 TOPICS = {
     "meta": {
         "model": MODEL, "devices": "int", "layout": "str", "trace_level": "str",
         "paused": "bool", "started_unix_ms": "int", "workload": "str",
         "expert_device": ("list", "int"), "kv_pages_per_device": "int",
+        "state_slots_per_device": "int",
     },
     "step": {
         "step": "int", "start_us": "int", "dur_us": "int", "prefill_tokens": "int",
@@ -162,6 +168,15 @@ def validate(topic, body):
     for (t, field), allowed in ENUMS.items():
         if t == topic and not errors and msg[field] not in allowed:
             errors.append(f"{field}: {msg[field]!r} not one of {sorted(allowed)}")
+    if topic == "meta" and not errors:
+        model = msg["model"]
+        for i, kind in enumerate(model["attention"]):
+            if kind not in ATTENTION_KINDS:
+                errors.append(f"model.attention[{i}]: {kind!r} not one of "
+                              f"{sorted(ATTENTION_KINDS)}")
+        if len(model["attention"]) != model["layers"]:
+            errors.append(f"model.attention: {len(model['attention'])} entries for "
+                          f"{model['layers']} layers")
     if errors:
         return None, [f"{topic}: {e}" for e in errors]
     return msg, []

@@ -77,7 +77,8 @@ TEST(StoreSchema, NewerSchemaIsRefused) {
   }
   ASSERT_EQ(SqlText(path, "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1)), "");
   EXPECT_THAT(Writer::Open(path),
-              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("schema v2")));
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("schema v" + std::to_string(kSchemaVersion + 1))));
   EXPECT_THAT(Reader::Open(path), StatusIs(StatusCode::kFailedPrecondition, HasSubstr(path)));
   EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion + 1));
   // The refused Writer did not mark anything.
@@ -140,6 +141,100 @@ TEST(StoreSchema, CorruptRowsAreDataLossNotACrash) {
   ASSERT_EQ(SqlText(path, "UPDATE expert_load SET counts = x'00'"), "");
   EXPECT_THAT((*r)->Messages("c", 0, 100000),
               StatusIs(StatusCode::kDataLoss, HasSubstr("span_batches row 1")));
+}
+
+// A file exactly as a v1 build left it: the v1 migration's tables, one run
+// with a v1 Meta (no arch, attention or state_slots_per_device) and one
+// occupancy message of two devices with only the KV page columns.
+void MakeV1Store(const std::string& path) {
+  ASSERT_FALSE(MigrationSql(1).empty());
+  ASSERT_EQ(SqlExec(path, std::string(MigrationSql(1)) + "; PRAGMA user_version = 1;"), "");
+  nlohmann::json meta = tel::ToJson(SampleMeta("old", 0, 0));
+  meta["model"].erase("arch");
+  meta["model"].erase("attention");
+  meta.erase("state_slots_per_device");
+  ASSERT_EQ(meta["model"]["layers"], 2);
+  nlohmann::json body = meta;
+  for (const char* f : {"v", "run", "seq", "t"}) body.erase(f);
+  const std::string q = "'";
+  ASSERT_EQ(SqlExec(path,
+                    "INSERT INTO runs (rid, id, status, started_unix_ms, last_t_us, model, "
+                    "devices, meta_json, created_unix_ms, n_steps) VALUES (1, 'old', 1, "
+                    "1700000000000, 2000, 'tiny-moe', 2, " +
+                        q + meta.dump() + q +
+                        ", 1700000000000, 1);"
+                        "INSERT INTO metas (run, seq, t_us, v, body) VALUES (1, 0, 0, 1, " +
+                        q + body.dump() + q +
+                        ");"
+                        "INSERT INTO occupancy (id, run, seq, t_us, v, step, running, waiting, "
+                        "prefill_tokens, decode_tokens, n) VALUES (7, 1, 0, 1000, 1, 3, 5, 1, 64, "
+                        "5, 2);"
+                        "INSERT INTO occupancy_devices VALUES (7, 0, 1, 3, 0, 10, 128, 3);"
+                        "INSERT INTO occupancy_devices VALUES (7, 1, 1, 3, 1, 12, 128, 2);"),
+            "");
+}
+
+TEST(StoreSchema, V1FileIsMigratedToV2WithZerosForTheNewColumns) {
+  TempDir dir;
+  std::string path = dir.File("v1.db");
+  MakeV1Store(path);
+  // A v2 Reader refuses to read it unmigrated (it never writes).
+  EXPECT_THAT(Reader::Open(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("schema v1")));
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    for (const auto& m : SampleRun("new")) (*w)->Enqueue(m);
+  }
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
+
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  Result<RunInfo> old_run = (*r)->GetRun("old");
+  ASSERT_THAT(old_run, IsOk());
+  EXPECT_EQ(old_run->arch, "moe");
+  EXPECT_EQ(old_run->state_slots_per_device, 0);
+  EXPECT_EQ(old_run->model, "tiny-moe");
+
+  // The old Meta now reads as what a v1 engine meant: all layers MHA, no slots.
+  Result<tel::Meta> meta = (*r)->GetMeta("old");
+  ASSERT_THAT(meta, IsOk());
+  EXPECT_EQ(meta->model.arch, "moe");
+  EXPECT_EQ(meta->model.attention, (std::vector<std::string>{"mha", "mha"}));
+  EXPECT_EQ(meta->state_slots_per_device, 0);
+  EXPECT_EQ(meta->kv_pages_per_device, 128);
+  EXPECT_EQ(meta->model.preset, "tiny-moe");
+
+  Result<std::vector<tel::Message>> msgs = (*r)->Messages("old", 0, 100000);
+  ASSERT_THAT(msgs, IsOk());
+  ASSERT_EQ(msgs->size(), 2u);
+  const auto& m0 = std::get<tel::Meta>((*msgs)[0]);
+  EXPECT_EQ(m0.model.attention.size(), 2u);
+  const auto& occ = std::get<tel::Occupancy>((*msgs)[1]);
+  ASSERT_EQ(occ.devices.size(), 2u);
+  EXPECT_EQ(occ.step, 3);
+  EXPECT_EQ(occ.devices[0].kv_pages_used, 10);
+  EXPECT_EQ(occ.devices[1].kv_pages_used, 12);
+  EXPECT_EQ(occ.devices[1].running, 2);
+  for (const auto& d : occ.devices) {
+    EXPECT_EQ(d.kv_pages_total, 128);
+    EXPECT_EQ(d.state_slots_used, 0);
+    EXPECT_EQ(d.state_slots_total, 0);
+    EXPECT_EQ(d.kv_bytes_used, 0);
+    EXPECT_EQ(d.kv_bytes_total, 0);
+    EXPECT_EQ(d.state_bytes_used, 0);
+    EXPECT_EQ(d.state_bytes_total, 0);
+  }
+
+  // The run written after the migration keeps every new field.
+  Result<std::vector<tel::Message>> fresh = (*r)->Messages("new", 0, 100000);
+  ASSERT_THAT(fresh, IsOk());
+  ExpectSameMessages(*fresh, ReplayOrder(SampleRun("new")));
+  Result<RunInfo> new_run = (*r)->GetRun("new");
+  ASSERT_THAT(new_run, IsOk());
+  EXPECT_EQ(new_run->arch, "bailing_hybrid");
+  EXPECT_EQ(new_run->state_slots_per_device, 8);
 }
 
 TEST(StoreSchema, RowsCodecRoundTripsAndRejectsTruncation) {

@@ -64,6 +64,8 @@ inline tel::Meta SampleMeta(const std::string& run, uint64_t seq, int64_t t_us) 
   m.model.max_seq = 256;
   m.model.page_size = 16;
   m.model.params = 1234567;
+  m.model.arch = "bailing_hybrid";
+  m.model.attention = {"kda", "mla"};
   m.devices = 2;
   m.layout = "EP";
   m.trace_level = "full";
@@ -71,6 +73,7 @@ inline tel::Meta SampleMeta(const std::string& run, uint64_t seq, int64_t t_us) 
   m.workload = "poisson 20 rps, prompts 16..64 — ünïcode";
   m.expert_device = {0, 0, 1, 1};
   m.kv_pages_per_device = 128;
+  m.state_slots_per_device = 8;
   return m;
 }
 
@@ -144,7 +147,10 @@ inline std::vector<tel::Message> SampleRun(const std::string& run) {
     tel::Occupancy oc;
     oc.env = Env(run, i, t);
     oc.step = i;
-    oc.devices = {{0, 10 + i, 128, 3}, {1, 12, 128, 2}};
+    // Both pools; byte counts beyond 32 bits must survive.
+    oc.devices = {{0, 10 + i, 128, 3, 3, 8, (10 + i) * (int64_t{1} << 27), int64_t{128} << 27,
+                   3 * 74752, 8 * 74752},
+                  {1, 12, 128, 2, 2, 8, 12 * 20480, 128 * 20480, 2 * 74752, 8 * 74752}};
     oc.running = 5;
     oc.waiting = i;
     oc.prefill_tokens = 64;
@@ -223,6 +229,24 @@ inline std::string SqlText(const std::string& path, const std::string& sql) {
       out = std::string("<error: ") + sqlite3_errmsg(db) + ">";
     }
     sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Runs every statement of `sql`; "" on success, else the error text.
+inline std::string SqlExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    out = std::string("<error: ") + sqlite3_errmsg(db) + ">";
+  } else {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      out = std::string("<error: ") + (err ? err : "?") + ">";
+    }
+    sqlite3_free(err);
   }
   sqlite3_close(db);
   return out;

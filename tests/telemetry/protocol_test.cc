@@ -176,6 +176,56 @@ TEST(ProtocolTest, NestedErrorsCarryTheirPath) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("'detail' must be an object")));
 }
 
+TEST(ProtocolTest, HybridPoolFieldsRoundTripAndAreChecked) {
+  std::vector<Message> msgs = Stamped();
+  json meta = ToJson(msgs[0]);
+  EXPECT_EQ(meta["model"]["arch"], "bailing_hybrid");
+  EXPECT_EQ(meta["model"]["attention"], json({"kda", "mla"}));
+  EXPECT_EQ(meta["state_slots_per_device"], 8);
+  json occ = ToJson(msgs[4]);
+  const json& d0 = occ["devices"][0];
+  EXPECT_EQ(d0["state_slots_used"], 2);
+  EXPECT_EQ(d0["state_slots_total"], 8);
+  EXPECT_EQ(d0["kv_bytes_used"], 10 * 20480);
+  EXPECT_EQ(d0["kv_bytes_total"], 64 * 20480);
+  EXPECT_EQ(d0["state_bytes_used"], 2 * 74752);
+  EXPECT_EQ(d0["state_bytes_total"], 8 * 74752);
+
+  // Byte counts beyond 32 bits (a real device pool) survive the trip.
+  json big = occ;
+  big["devices"][1]["kv_bytes_total"] = int64_t{80} << 30;
+  Result<Message> m = FromJson("occupancy", big);
+  ASSERT_THAT(m.status(), IsOk());
+  EXPECT_EQ(std::get<Occupancy>(*m).devices[1].kv_bytes_total, int64_t{80} << 30);
+  big["devices"][1]["state_slots_total"] = int64_t{1} << 40;
+  EXPECT_THAT(FromJson("occupancy", big),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("'devices[1].state_slots_total' is out of range")));
+
+  json j = meta;
+  j["model"]["attention"][1] = "rnn";
+  EXPECT_THAT(FromJson("meta", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'model.attention[1]'"), HasSubstr("\"rnn\""))));
+  j = meta;
+  j["model"]["attention"] = {"mla"};
+  EXPECT_THAT(FromJson("meta", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'model.attention'"), HasSubstr("one per layer"))));
+  j = meta;
+  j["model"]["attention"] = "kda";
+  EXPECT_THAT(FromJson("meta", j), StatusIs(StatusCode::kInvalidArgument,
+                                            HasSubstr("'model.attention' must be an array")));
+  j = meta;
+  j["model"].erase("arch");
+  EXPECT_THAT(FromJson("meta", j),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'model.arch'")));
+  j = occ;
+  j["devices"][0].erase("state_bytes_used");
+  EXPECT_THAT(FromJson("occupancy", j),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'devices[0].state_bytes_used'")));
+}
+
 TEST(ProtocolTest, ExtraFieldsAreIgnored) {
   json j = ToJson(Stamped()[1]);
   j["added_in_a_later_build"] = {1, 2, 3};

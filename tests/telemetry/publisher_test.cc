@@ -118,7 +118,7 @@ TEST(PublisherTest, LateJoinerLearnsMetaAndHeartbeats) {
   ASSERT_TRUE(meta.has_value());
   EXPECT_EQ(meta->env.run, "run-late");
   EXPECT_GT(meta->env.seq, 0u);  // re-sends take fresh sequence numbers
-  EXPECT_EQ(meta->model.preset, "tiny");
+  EXPECT_EQ(meta->model.preset, "tiny-hybrid");
   EXPECT_EQ(meta->expert_device, (std::vector<int>{0, 0, 1, 1}));
 
   std::optional<Heartbeat> hb = ReceiveA<Heartbeat>(*sub);

@@ -13,7 +13,8 @@ namespace sy::telemetry::testing {
 
 inline Meta SampleMeta() {
   Meta m;
-  m.model = ModelInfo{.preset = "tiny",
+  // A two-layer hybrid, so the state-pool fields carry real values.
+  m.model = ModelInfo{.preset = "tiny-hybrid",
                       .vocab = 256,
                       .hidden = 64,
                       .layers = 2,
@@ -26,7 +27,9 @@ inline Meta SampleMeta() {
                       .max_seq = 512,
                       .page_size = 16,
                       .params = 1234567,
-                      .dtype = "fp32"};
+                      .dtype = "fp32",
+                      .arch = "bailing_hybrid",
+                      .attention = {"kda", "mla"}};
   m.devices = 2;
   m.layout = "EP";
   m.trace_level = "summary";
@@ -35,6 +38,7 @@ inline Meta SampleMeta() {
   m.workload = "fixture: 4 requests/s, prompt 32, output 16";
   m.expert_device = {0, 0, 1, 1};
   m.kv_pages_per_device = 64;
+  m.state_slots_per_device = 8;
   return m;
 }
 
@@ -108,9 +112,26 @@ inline std::vector<Message> SampleMessages() {
 
   Occupancy occ;
   occ.step = 7;
-  occ.devices = {
-      DeviceOccupancy{.device = 0, .kv_pages_used = 10, .kv_pages_total = 64, .running = 2},
-      DeviceOccupancy{.device = 1, .kv_pages_used = 7, .kv_pages_total = 64, .running = 2}};
+  occ.devices = {DeviceOccupancy{.device = 0,
+                                 .kv_pages_used = 10,
+                                 .kv_pages_total = 64,
+                                 .running = 2,
+                                 .state_slots_used = 2,
+                                 .state_slots_total = 8,
+                                 .kv_bytes_used = 10 * 20480,
+                                 .kv_bytes_total = 64 * 20480,
+                                 .state_bytes_used = 2 * 74752,
+                                 .state_bytes_total = 8 * 74752},
+                 DeviceOccupancy{.device = 1,
+                                 .kv_pages_used = 7,
+                                 .kv_pages_total = 64,
+                                 .running = 2,
+                                 .state_slots_used = 2,
+                                 .state_slots_total = 8,
+                                 .kv_bytes_used = 7 * 20480,
+                                 .kv_bytes_total = 64 * 20480,
+                                 .state_bytes_used = 2 * 74752,
+                                 .state_bytes_total = 8 * 74752}};
   occ.running = 4;
   occ.waiting = 1;
   occ.prefill_tokens = 32;

@@ -56,6 +56,7 @@ inline void WriteSyntheticRun(const std::string& path, const SyntheticRun& r = {
   meta.env = Env(r.id, 0, 0);
   meta.model.preset = "tiny-moe";
   meta.model.layers = 2;
+  meta.model.attention = {"mha", "mha"};
   meta.model.experts = 4;
   meta.model.page_size = 16;
   meta.devices = 2;

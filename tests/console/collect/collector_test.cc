@@ -351,7 +351,9 @@ TEST(ConsoleCollector, OccupancySortedByDevice) {
   Collector c;
   telemetry::Occupancy occ;
   occ.env = Env(0, 0);
-  occ.devices = {{1, 10, 100, 2}, {0, 50, 100, 3}};
+  // Both pools per device: KV pages and recurrent-state slots, with bytes.
+  occ.devices = {{1, 10, 100, 2, 2, 8, 10 * 20480, 100 * 20480, 2 * 448512, 8 * 448512},
+                 {0, 50, 100, 3, 3, 8, 50 * 20480, 100 * 20480, 3 * 448512, 8 * 448512}};
   occ.running = 5;
   occ.waiting = 1;
   c.Consume(occ);
@@ -359,6 +361,12 @@ TEST(ConsoleCollector, OccupancySortedByDevice) {
   ASSERT_EQ(s.kv.size(), 2u);
   EXPECT_EQ(s.kv[0].device, 0);
   EXPECT_EQ(s.kv[0].kv_pages_used, 50);
+  EXPECT_EQ(s.kv[0].state_slots_used, 3);
+  EXPECT_EQ(s.kv[0].state_slots_total, 8);
+  EXPECT_EQ(s.kv[0].kv_bytes_used, 50 * 20480);
+  EXPECT_EQ(s.kv[0].kv_bytes_total, 100 * 20480);
+  EXPECT_EQ(s.kv[0].state_bytes_used, 3 * 448512);
+  EXPECT_EQ(s.kv[1].state_bytes_total, 8 * 448512);
   EXPECT_EQ(s.cur_running, 5);
   EXPECT_EQ(s.cur_waiting, 1);
 }

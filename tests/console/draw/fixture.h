@@ -69,7 +69,9 @@ inline Snapshot FixtureSnapshot() {
   s.top_kernels = {{"moe_ffn", "compute", 8, 800, 100, 200, 0.5},
                    {"attn", "compute", 4, 400, 100, 120, 0.25},
                    {"all_to_all", "comm", 4, 400, 100, 150, 0.25}};
-  s.kv = {{0, 128, 512, 5}, {1, 480, 512, 3}};
+  // A model without linear layers: no state slots. 128 KiB pages.
+  s.kv = {{0, 128, 512, 5, 0, 0, 128 * 131072, 512 * 131072, 0, 0},
+          {1, 480, 512, 3, 0, 0, 480 * 131072, 512 * 131072, 0, 0}};
   s.expert_window_steps = 64;
   s.expert_counts = {{100, 0, 50, 25, 0, 0, 0, 10},
                      {10, 10, 10, 10, 10, 10, 10, 10},
@@ -88,6 +90,24 @@ inline Snapshot FixtureSnapshot() {
   s.store_written = 12'000;
   s.store_dropped = 0;
   s.db_path = "/tmp/runs.db";
+  return s;
+}
+
+// The fixture as a hybrid model (tiny-hybrid-like) would report it: MLA
+// pages of 20 KiB and recurrent-state slots of 438 KiB, one per request.
+inline Snapshot HybridFixtureSnapshot() {
+  Snapshot s = FixtureSnapshot();
+  s.meta.model.preset = "tiny-hybrid";
+  s.meta.model.arch = "bailing_hybrid";
+  s.meta.model.layers = 4;
+  s.meta.model.attention = {"kda", "kda", "kda", "mla"};
+  s.meta.kv_pages_per_device = 200;
+  s.meta.state_slots_per_device = 8;
+  constexpr int64_t kPage = 20480, kSlot = 448512;
+  s.kv = {{0, 40, 200, 3, 3, 8, 40 * kPage, 200 * kPage, 3 * kSlot, 8 * kSlot},
+          {1, 130, 200, 8, 8, 8, 130 * kPage, 200 * kPage, 8 * kSlot, 8 * kSlot}};
+  s.cur_running = 11;
+  s.cur_waiting = 4;
   return s;
 }
 

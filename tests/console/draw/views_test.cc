@@ -12,12 +12,19 @@ namespace sy::console {
 namespace {
 
 using ::sy::console::testing::FixtureSnapshot;
+using ::sy::console::testing::HybridFixtureSnapshot;
 using ::sy::console::testing::RowsFit;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string Text(const Grid& g) { return g.ToString(); }
+
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
 
 TEST(ConsoleDrawOverview, ShowsRatesLatencyAndRun) {
   const Grid g = DrawOverview(FixtureSnapshot(), ViewState{}, Rect{0, 2, 80, 20});
@@ -99,19 +106,92 @@ TEST(ConsoleDrawKernels, MoreDevicesThanRowsAreSummarised) {
   EXPECT_TRUE(RowsFit(g));
 }
 
+TEST(ConsoleDrawOverview, HybridModelShowsItsLayerMixAndStateSlots) {
+  const Grid g = DrawOverview(HybridFixtureSnapshot(), ViewState{}, Rect{0, 2, 100, 20});
+  EXPECT_THAT(g.Row(14), StartsWith("Model    tiny-hybrid  12.3M params  4 layers (1 mla + 3 kda)  "
+                                    "8 experts top-2  fp32"));
+  EXPECT_THAT(g.Row(15), StartsWith("Layout   EP on 2 devices  KV 200 pages/device x 16 tokens  "
+                                    "state 8 slots/device"));
+}
+
 TEST(ConsoleDrawMemory, BarsPerDeviceAndTotal) {
   const Grid g = DrawMemory(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
-  EXPECT_EQ(g.Row(0).substr(0, 48), "KV cache pages per device (1 page = 16 tokens)  ");
-  // bar 46 wide: 44 inside; 25% -> 11 full.
-  EXPECT_THAT(g.Row(1),
-              StartsWith("dev0  [" + std::string("███████████") +
-                         "░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░" + "]    128/512  25.0%  run 5"));
-  EXPECT_THAT(g.Row(2), StartsWith("dev1  ["));
-  EXPECT_THAT(g.Row(2), HasSubstr("480/512  93.8%  run 3"));
-  EXPECT_EQ(g.at(7, 2).style.fg, Color::kRed);  // > 90% full
-  EXPECT_EQ(g.at(7, 1).style.fg, Color::kGreen);
-  EXPECT_THAT(g.Row(4), StartsWith("total 608/1024 pages  59.4%   running 8  waiting 2"));
+  EXPECT_EQ(g.Row(0).substr(0, 58), "KV cache pages per device (1 page = 16 tokens, 128 KiB)   ");
+  // bar 22 wide: 20 inside; 25% -> 5 full.
+  EXPECT_EQ(g.Row(1), "dev0  KV    [" + Repeat("█", 5) + Repeat("░", 15) +
+                          "]    128/512  25.0%   16.0 MiB/64.0 MiB  run 5 ");
+  EXPECT_THAT(g.Row(2), StartsWith("dev1  KV    ["));
+  EXPECT_THAT(g.Row(2), HasSubstr("480/512  93.8%   60.0 MiB/64.0 MiB  run 3"));
+  EXPECT_EQ(g.at(13, 2).style.fg, Color::kRed);  // > 90% full
+  EXPECT_EQ(g.at(13, 1).style.fg, Color::kGreen);
+  EXPECT_THAT(g.Row(4), StartsWith("total KV    608/1024 pages  59.4%  76.0 MiB/128 MiB  "));
+  EXPECT_THAT(g.Row(5), StartsWith("running 8  waiting 2  "));
+  // No linear layers: no slot rows, no slot totals, nothing about state.
+  EXPECT_THAT(Text(g), Not(HasSubstr("slot")));
   EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawMemory, HybridShowsKvPagesAndStateSlotsPerDevice) {
+  const Grid g = DrawMemory(HybridFixtureSnapshot(), ViewState{}, Rect{0, 0, 100, 20});
+  EXPECT_THAT(g.Row(0), StartsWith("KV cache pages per device (1 page = 16 tokens, 20.0 KiB); "
+                                   "state slots (1 per request, 438 KiB)"));
+  // bar 42 wide: 40 inside. dev0: 40/200 pages = 20% -> 8 full; 3/8 slots -> 15 full.
+  EXPECT_THAT(g.Row(1), StartsWith("dev0  KV    [" + Repeat("█", 8) + Repeat("░", 32) +
+                                   "]     40/200  20.0%    800 KiB/3.91 MiB  run 3 "));
+  EXPECT_THAT(g.Row(2), StartsWith("      slots [" + Repeat("█", 15) + Repeat("░", 25) +
+                                   "]        3/8  37.5%   1.28 MiB/3.42 MiB   "));
+  EXPECT_THAT(g.Row(3), StartsWith("dev1  KV    ["));
+  EXPECT_THAT(g.Row(3), HasSubstr("]    130/200  65.0%   2.54 MiB/3.91 MiB  run 8"));
+  EXPECT_THAT(g.Row(4), HasSubstr("]        8/8 100.0%   3.42 MiB/3.42 MiB"));
+  EXPECT_EQ(g.at(13, 4).style.fg, Color::kRed);    // every slot taken
+  EXPECT_EQ(g.at(13, 3).style.fg, Color::kGreen);  // pages at 65%
+  EXPECT_EQ(g.at(52, 4).style.fg, Color::kRed);    // the bar is full to its end
+  EXPECT_THAT(g.Row(6), StartsWith("total KV    170/400 pages  42.5%  3.32 MiB/7.81 MiB  "));
+  EXPECT_THAT(g.Row(7), StartsWith("total slots 11/16 slots  68.8%  4.71 MiB/6.84 MiB  "));
+  EXPECT_THAT(g.Row(8), StartsWith("running 11  waiting 4  "));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawMemory, ManyHybridDevicesAreCutWithACount) {
+  Snapshot s = HybridFixtureSnapshot();
+  for (int d = 2; d < 12; ++d) {
+    telemetry::DeviceOccupancy dev = s.kv[0];
+    dev.device = d;
+    s.kv.push_back(dev);
+  }
+  // 12 rows: title, 3 devices x 2 rows, "more", blank, 3 total lines.
+  const Grid g = DrawMemory(s, ViewState{}, Rect{0, 0, 80, 12});
+  EXPECT_THAT(g.Row(5), StartsWith("dev2  KV    ["));
+  EXPECT_THAT(g.Row(6), StartsWith("      slots ["));
+  EXPECT_THAT(g.Row(7), StartsWith("… 9 more devices"));
+  // Totals still cover every device.
+  EXPECT_THAT(g.Row(9), StartsWith("total KV    570/2400 pages"));
+  EXPECT_THAT(g.Row(10), StartsWith("total slots 41/96 slots"));
+  EXPECT_THAT(g.Row(11), StartsWith("running 11  waiting 4"));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawMemory, RunsRecordedWithoutBytesShowNoByteColumn) {
+  Snapshot s = FixtureSnapshot();
+  for (auto& d : s.kv) d.kv_bytes_used = d.kv_bytes_total = 0;
+  const Grid g = DrawMemory(s, ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(g.Row(0), StartsWith("KV cache pages per device (1 page = 16 tokens)  "));
+  EXPECT_THAT(g.Row(1), HasSubstr("128/512  25.0%" + std::string(22, ' ') + "run 5"));
+  EXPECT_THAT(g.Row(4), StartsWith("total KV    608/1024 pages  59.4%   "));
+  EXPECT_THAT(Text(g), Not(HasSubstr(" B/")));
+  EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawMemory, TinyAndEmptySizesDoNotCrash) {
+  for (const Snapshot& s : {FixtureSnapshot(), HybridFixtureSnapshot(), Snapshot{}}) {
+    for (int w : {0, 1, 5, 30}) {
+      for (int h : {0, 1, 3, 6}) {
+        const Grid g = DrawMemory(s, ViewState{}, Rect{0, 0, w, h});
+        EXPECT_EQ(g.width(), w);
+        EXPECT_EQ(g.height(), h);
+      }
+    }
+  }
 }
 
 TEST(ConsoleDrawExperts, HeatmapAndDeviceTotals) {

@@ -13,7 +13,42 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(ConfigTest, PresetNamesInDisplayOrder) {
-  EXPECT_THAT(PresetNames(), ElementsAre("tiny", "small"));
+  EXPECT_THAT(PresetNames(), ElementsAre("tiny", "small", "tiny-hybrid", "tiny-gla", "ling3-tiny"));
+}
+
+// Seed 001 §1.1: 24 layers in groups KDA, KDA, KDA, MLA; two head dims.
+TEST(ConfigTest, Ling3TinyLayerPattern) {
+  const ModelConfig c = PresetConfig("ling3-tiny").value();
+  ASSERT_THAT(c.Validate(), IsOk());
+  std::vector<int> mla;
+  for (int l = 0; l < c.layers; ++l) {
+    if (c.attention(l) == AttentionKind::kMla)
+      mla.push_back(l);
+    else
+      EXPECT_EQ(c.attention(l), AttentionKind::kKda) << l;
+  }
+  EXPECT_THAT(mla, ElementsAre(3, 7, 11, 15, 19, 23));
+  EXPECT_EQ(c.linear_head_dim, 128);
+  EXPECT_EQ(c.mla_qk_head_dim(), 192);
+  EXPECT_EQ(c.mla_latent_dim(), 576);
+  EXPECT_EQ(c.kv_layer(7), 1);
+  EXPECT_EQ(c.state_layer(4), 3);
+  EXPECT_EQ(c.linear_layers(), 18);
+  EXPECT_FALSE(c.is_moe(0));
+  EXPECT_TRUE(c.is_moe(1));
+}
+
+TEST(ConfigTest, HybridRefusesInconsistentFieldsByName) {
+  ModelConfig c = PresetConfig("tiny-hybrid").value();
+  c.n_group = 3;  // does not divide 16 experts
+  EXPECT_THAT(c.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("'n_group'")));
+  c = PresetConfig("tiny-hybrid").value();
+  c.top_k = 12;  // more than the 2 kept groups of 4 hold
+  EXPECT_THAT(c.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("'top_k'")));
+  c = PresetConfig("tiny-hybrid").value();
+  c.qk_rope_head_dim = 31;
+  EXPECT_THAT(c.Validate(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'qk_rope_head_dim'")));
 }
 
 TEST(ConfigTest, TinyPresetMatchesTheDocumentedShape) {

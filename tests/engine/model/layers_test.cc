@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -55,6 +56,64 @@ TEST(LayersTest, RopeMatchesReferenceAndKeepsNorm) {
       EXPECT_EQ(x, orig);
     }
   }
+}
+
+// Interleaved RoPE straight from its definition: pairs (2i, 2i+1) rotated by
+// pos * theta^(-2i/d), angles in double.
+std::vector<float> InterleavedRope(const std::vector<float>& x, int pos, float theta) {
+  const int d = static_cast<int>(x.size());
+  std::vector<float> y(d);
+  for (int i = 0; i < d / 2; ++i) {
+    const double a = pos * std::pow(static_cast<double>(theta), -2.0 * i / d);
+    y[2 * i] = static_cast<float>(x[2 * i] * std::cos(a) - x[2 * i + 1] * std::sin(a));
+    y[2 * i + 1] = static_cast<float>(x[2 * i + 1] * std::cos(a) + x[2 * i] * std::sin(a));
+  }
+  return y;
+}
+
+TEST(LayersTest, InterleavedRopeMatchesDirectFormula) {
+  const int d = 32, heads = 3;
+  const float theta = 50000.0f;
+  RopeTable rope(600, d, theta, /*interleaved=*/true);
+  EXPECT_TRUE(rope.interleaved());
+  for (int pos : {0, 1, 9, 599}) {
+    std::vector<float> x = Random(pos + 40, heads * d);
+    const std::vector<float> orig = x;
+    rope.Apply(x.data(), heads, pos);
+    for (int h = 0; h < heads; ++h) {
+      std::vector<float> head(orig.begin() + h * d, orig.begin() + (h + 1) * d);
+      ExpectNear(&x[h * d], InterleavedRope(head, pos, theta), 1e-5f);
+    }
+    if (pos == 0) {
+      EXPECT_EQ(x, orig);
+    }
+  }
+}
+
+TEST(LayersTest, InterleavedAndRotateHalfDifferButKeepDotProductsRelative) {
+  // Both conventions are rotations: q.k depends only on the position gap, so
+  // (q at 7, k at 3) scores like (q at 14, k at 10) in either convention; but
+  // they rotate different pairs, so the rotated vectors differ.
+  const int d = 16;
+  RopeTable half(64, d, 10000.0f), inter(64, d, 10000.0f, true);
+  EXPECT_FALSE(half.interleaved());
+  const std::vector<float> q = Random(70, d), k = Random(71, d);
+  for (const RopeTable* r : {&half, &inter}) {
+    std::vector<float> q7 = q, k3 = k, q14 = q, k10 = k;
+    r->Apply(q7.data(), 1, 7);
+    r->Apply(k3.data(), 1, 3);
+    r->Apply(q14.data(), 1, 14);
+    r->Apply(k10.data(), 1, 10);
+    EXPECT_NEAR(Dot(q7.data(), k3.data(), d), Dot(q14.data(), k10.data(), d), 1e-4f);
+  }
+  std::vector<float> a = q, b = q;
+  half.Apply(a.data(), 1, 5);
+  inter.Apply(b.data(), 1, 5);
+  float diff = 0.0f;
+  for (int i = 0; i < d; ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+  EXPECT_GT(diff, 1e-2f);
+  // Rotate-half is still what ref::Rope says (the default is unchanged).
+  ExpectNear(a.data(), ref::Rope(q, 5, 10000.0f), 1e-5f);
 }
 
 TEST(LayersTest, SwigluMatchesReference) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <thread>
 
 #include "engine/distributed/inproc_communicator.h"
@@ -34,7 +37,7 @@ struct RankResult {
 // Runs one MoE layer on P ranks (one thread each); rank r holds tokens[r]
 // token vectors. `patch` may edit each rank's weights (e.g. the router).
 std::vector<RankResult> RunEp(const ModelConfig& c, int p, const std::vector<std::vector<float>>& x,
-                              void (*patch)(LayerWeights&) = nullptr) {
+                              void (*patch)(LayerWeights&) = nullptr, int layer = 0) {
   const ExpertLayout layout = ExpertLayout::RoundRobin(c.experts, p);
   InProcCommunicator comm(p);
   std::vector<RankResult> res(p);
@@ -42,7 +45,7 @@ std::vector<RankResult> RunEp(const ModelConfig& c, int p, const std::vector<std
   for (int r = 0; r < p; ++r) {
     threads.emplace_back([&, r] {
       ModelWeights w = BuildWeights(c, 9, layout.local_experts(r));
-      if (patch) patch(w.layers[0]);
+      if (patch) patch(w.layers[layer]);
       SpanRecorder rec(r, SpanRecorder::Clock::now());
       rec.Reset(TraceLevel::kFull);
       EpMoeLayer moe(c, r, &layout, &comm);
@@ -50,10 +53,10 @@ std::vector<RankResult> RunEp(const ModelConfig& c, int p, const std::vector<std
       res[r].out.assign(x[r].size(), -1.0f);
       res[r].counts.assign(c.experts, 0);
       // Two rounds: the second must not see leftovers from the first.
-      moe.Forward(0, w.layers[0], x[r].data(), tokens, res[r].out.data(), &rec,
+      moe.Forward(layer, w.layers[layer], x[r].data(), tokens, res[r].out.data(), &rec,
                   res[r].counts.data());
       res[r].counts.assign(c.experts, 0);
-      moe.Forward(0, w.layers[0], x[r].data(), tokens, res[r].out.data(), &rec,
+      moe.Forward(layer, w.layers[layer], x[r].data(), tokens, res[r].out.data(), &rec,
                   res[r].counts.data());
       res[r].expert_rows = moe.last_expert_rows();
       res[r].spans = rec.spans();
@@ -174,6 +177,127 @@ TEST(EpMoeSpanTest, ComputeSpansCarryLayerAndWork) {
     }
   }
 }
+
+// ---- the sigmoid grouped router (tiny-hybrid, seed 001 §3.5) ----
+
+// Dense reference of one token through a sigmoid-routed MoE block, by
+// sorting: s = sigmoid(x W_r); groups ranked by the sum of their two highest
+// s + bias (stable, lower group first); the kept groups' experts ranked by
+// s + bias; weights s / sum(s) * routed_scaling_factor; then the experts'
+// outputs summed in rank order, plus the shared expert.
+std::vector<float> SigmoidMoeReference(const ModelConfig& c, const LayerWeights& w,
+                                       const std::vector<float>& x, std::vector<int>* ids) {
+  const std::vector<float> logits = ref::MatVec(x, w.router, c.hidden, c.experts);
+  const int gs = c.experts / c.n_group;
+  std::vector<float> s(c.experts), b(c.experts);
+  for (int e = 0; e < c.experts; ++e) {
+    s[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    b[e] = s[e] + w.expert_bias[e];
+  }
+  std::vector<float> score(c.n_group);
+  for (int g = 0; g < c.n_group; ++g) {
+    std::vector<float> v(b.begin() + g * gs, b.begin() + (g + 1) * gs);
+    std::sort(v.begin(), v.end(), std::greater<float>());
+    score[g] = v[0] + v[1];
+  }
+  std::vector<int> groups(c.n_group);
+  std::iota(groups.begin(), groups.end(), 0);
+  std::stable_sort(groups.begin(), groups.end(), [&](int a, int z) { return score[a] > score[z]; });
+  std::vector<int> cand;
+  for (int e = 0; e < c.experts; ++e) {
+    if (std::find(groups.begin(), groups.begin() + c.topk_group, e / gs) !=
+        groups.begin() + c.topk_group) {
+      cand.push_back(e);
+    }
+  }
+  std::stable_sort(cand.begin(), cand.end(), [&](int a, int z) { return b[a] > b[z]; });
+  cand.resize(c.top_k);
+  double sum = 0.0;
+  for (int e : cand) sum += s[e];
+  std::vector<double> acc(c.hidden, 0.0);
+  for (int e : cand) {
+    const double wt = (c.norm_topk_prob ? s[e] / sum : s[e]) * c.routed_scaling_factor;
+    const std::vector<float> y = ref::Swiglu(w.experts[e], x);
+    for (int i = 0; i < c.hidden; ++i) acc[i] += wt * y[i];
+  }
+  const std::vector<float> shared = ref::Swiglu(w.shared, x);
+  std::vector<float> out(c.hidden);
+  for (int i = 0; i < c.hidden; ++i) out[i] = static_cast<float>(acc[i] + shared[i]);
+  *ids = cand;
+  return out;
+}
+
+ModelConfig TinyHybrid() {
+  ModelConfig c = PresetConfig("tiny-hybrid").value();
+  EXPECT_EQ(c.router, RouterKind::kSigmoidGrouped);
+  EXPECT_GT(c.routed_scaling_factor, 1.0f);  // so a missing or doubled scaling shows
+  EXPECT_GT(c.n_group, c.topk_group);        // so group dropping matters
+  return c;
+}
+
+constexpr int kMoeLayer = 1;  // tiny-hybrid's layer 0 is dense (first_k_dense_replace)
+
+void ExpectMatchesSigmoidReference(const ModelConfig& c, const std::vector<std::vector<float>>& x,
+                                   const std::vector<RankResult>& res,
+                                   void (*patch)(LayerWeights&) = nullptr) {
+  ModelWeights full = ref::FullWeights(c, 9);
+  if (patch) patch(full.layers[kMoeLayer]);
+  for (size_t r = 0; r < x.size(); ++r) {
+    const int tokens = static_cast<int>(x[r].size()) / c.hidden;
+    std::vector<int64_t> counts(c.experts, 0);
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<float> xt(x[r].begin() + t * c.hidden, x[r].begin() + (t + 1) * c.hidden);
+      std::vector<int> ids;
+      const std::vector<float> want = SigmoidMoeReference(c, full.layers[kMoeLayer], xt, &ids);
+      for (int e : ids) counts[e] += 1;
+      for (int i = 0; i < c.hidden; ++i) {
+        ASSERT_NEAR(res[r].out[t * c.hidden + i], want[i], 2e-5f) << "rank " << r << " token " << t;
+      }
+    }
+    EXPECT_EQ(res[r].counts, counts) << "rank " << r;
+  }
+}
+
+class EpMoeSigmoidTest : public ::testing::TestWithParam<int> {};  // P
+
+TEST_P(EpMoeSigmoidTest, MatchesDenseReference) {
+  const int p = GetParam();
+  const ModelConfig c = TinyHybrid();
+  std::vector<int> tokens = {7, 0, 4, 2};
+  tokens.resize(p);
+  if (p == 1) tokens[0] = 9;
+  const auto x = Inputs(c, tokens);
+  const auto res = RunEp(c, p, x, nullptr, kMoeLayer);
+  ExpectMatchesSigmoidReference(c, x, res);
+}
+
+// Experts 4..7 (group 1) get bias +1 and all others 0: every token must pick
+// exactly them (bias steers selection), while their weights still come from
+// the unbiased scores (checked by the reference).
+void FavourGroupOne(LayerWeights& w) {
+  std::fill(w.expert_bias.begin(), w.expert_bias.end(), 0.0f);
+  for (int e = 4; e < 8; ++e) w.expert_bias[e] = 1.0f;
+}
+
+TEST_P(EpMoeSigmoidTest, ExpertBiasSteersSelectionOnly) {
+  const int p = GetParam();
+  const ModelConfig c = TinyHybrid();
+  ASSERT_EQ(c.top_k, 4);
+  ASSERT_EQ(c.experts / c.n_group, 4);
+  std::vector<int> tokens = {3, 2, 0, 5};
+  tokens.resize(p);
+  if (p == 1) tokens[0] = 6;
+  const auto x = Inputs(c, tokens);
+  const auto res = RunEp(c, p, x, FavourGroupOne, kMoeLayer);
+  ExpectMatchesSigmoidReference(c, x, res, FavourGroupOne);
+  for (int r = 0; r < p; ++r) {
+    for (int e = 0; e < c.experts; ++e) {
+      EXPECT_EQ(res[r].counts[e], e >= 4 && e < 8 ? tokens[r] : 0) << "rank " << r << " e " << e;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, EpMoeSigmoidTest, ::testing::Values(1, 4));
 
 }  // namespace
 }  // namespace sy::engine

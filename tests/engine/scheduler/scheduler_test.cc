@@ -20,6 +20,7 @@ constexpr int32_t kEos = 257;
 
 // Real pools, one per device; tiny rows since the scheduler only counts pages.
 struct Pools {
+  Pools() = default;
   Pools(int devices, int pages, int page_size) {
     for (int d = 0; d < devices; ++d) {
       owned.push_back(std::make_unique<KvPool>(KvPoolOptions{
@@ -332,6 +333,258 @@ TEST(SchedulerTest, SampleSeedDependsOnRequestSeedAndPosition) {
   ASSERT_THAT(s.Commit(Outputs(p), 1).status(), IsOk());
   BatchInput q = s.Plan();
   EXPECT_NE(q.seqs[0].sample_seed, p.seqs[0].sample_seed);
+}
+
+// ---- Hybrid models: KV pages and recurrent-state slots ----
+
+// Real KV and state pools per device; one-float slots since the scheduler only
+// counts them.
+struct HybridPools {
+  HybridPools(std::vector<int> pages, std::vector<int> slots, int page_size, int layers = 1) {
+    for (size_t d = 0; d < pages.size(); ++d) {
+      kv.owned.push_back(std::make_unique<KvPool>(KvPoolOptions{.num_pages = pages[d],
+                                                                .page_size = page_size,
+                                                                .layers = 1,
+                                                                .kv_heads = 1,
+                                                                .head_dim = 1}));
+      kv.ptrs.push_back(kv.owned.back().get());
+      state.push_back(std::make_unique<StatePool>(
+          StatePoolOptions{.slots = slots[d], .layers = layers, .state_floats = 1}));
+      state_ptrs.push_back(state.back().get());
+    }
+  }
+  // (free pages, free slots) of every device, for before/after comparisons.
+  std::vector<std::pair<int, int>> Free() const {
+    std::vector<std::pair<int, int>> f;
+    for (size_t d = 0; d < state.size(); ++d)
+      f.emplace_back(kv.ptrs[d]->free_pages(), state[d]->free_slots());
+    return f;
+  }
+  Pools kv;
+  std::vector<std::unique_ptr<StatePool>> state;
+  std::vector<StatePool*> state_ptrs;
+};
+
+// Checks every batch the hybrid invariants: each seq carries a slot, no two
+// seqs of a step share (device, slot), and a request keeps its slot from
+// admission until it restarts at position 0 (recompute after preemption).
+// Together with used_slots == running_on(d) after every Plan (a slot handed
+// to two running requests would leave one fewer in use than running), this
+// means no slot id is ever shared by two running requests.
+class SlotChecker {
+ public:
+  void Check(const BatchInput& b) {
+    std::set<std::pair<int, int>> used;
+    for (const SeqInput& q : b.seqs) {
+      ASSERT_GE(q.state_slot, 0) << "request " << q.request_id << " has no slot";
+      EXPECT_TRUE(used.insert({q.device, q.state_slot}).second)
+          << "slot " << q.state_slot << " on device " << q.device << " fed twice in step "
+          << b.step;
+      auto it = held_.find(q.request_id);
+      if (q.start_pos == 0) {
+        held_[q.request_id] = {q.device, q.state_slot};
+      } else {
+        ASSERT_NE(it, held_.end()) << "request " << q.request_id << " continued without a start";
+        EXPECT_EQ(it->second, std::make_pair(q.device, q.state_slot))
+            << "request " << q.request_id << " changed slot mid-sequence";
+      }
+    }
+  }
+  void Forget(int64_t id) { held_.erase(id); }
+
+ private:
+  std::map<int64_t, std::pair<int, int>> held_;
+};
+
+TEST(SchedulerHybridTest, AdmissionBlockedBySlotsNotPages) {
+  HybridPools pools({100}, {2}, 4);
+  Scheduler s(Opts(512, 8, /*reserve=*/1), pools.kv.ptrs, pools.state_ptrs);
+  EXPECT_TRUE(s.needs_slot(0));
+  for (int i = 0; i < 4; ++i) ASSERT_THAT(s.Submit(Spec(8, 2), 0), IsOk());
+  BatchInput b = s.Plan();
+  // Plenty of pages (100 - 2*2), but only two slots.
+  ASSERT_EQ(b.seqs.size(), 2u);
+  EXPECT_EQ(s.running(), 2);
+  EXPECT_EQ(s.waiting(), 2);
+  EXPECT_EQ(pools.state[0]->free_slots(), 0);
+  EXPECT_EQ(pools.kv.ptrs[0]->free_pages(), 96);
+  std::set<int> slots{b.seqs[0].state_slot, b.seqs[1].state_slot};
+  EXPECT_EQ(slots, (std::set<int>{0, 1}));
+  int64_t now = 0;
+  ASSERT_THAT(s.Commit(Outputs(b), now += 10).status(), IsOk());
+  // Decode to the end of the two running requests: the queue only moves once
+  // a slot comes back.
+  b = s.Plan();
+  EXPECT_EQ(b.seqs.size(), 2u);
+  EXPECT_EQ(s.waiting(), 2);
+  auto done = s.Commit(Outputs(b), now += 10);
+  ASSERT_THAT(done.status(), IsOk());
+  ASSERT_EQ(done->size(), 2u);  // 2 tokens each: finished
+  EXPECT_EQ(done->at(0).state_slot, -1);
+  EXPECT_EQ(pools.state[0]->free_slots(), 2);
+  b = s.Plan();
+  EXPECT_EQ(b.seqs.size(), 2u);
+  EXPECT_EQ(s.waiting(), 0);
+  for (const SeqInput& q : b.seqs) EXPECT_GE(q.state_slot, 0);
+}
+
+TEST(SchedulerHybridTest, AdmissionBlockedByPagesNotSlots) {
+  HybridPools pools({10}, {8}, 4);
+  Scheduler s(Opts(512, 8, /*reserve=*/1), pools.kv.ptrs, pools.state_ptrs);
+  for (int i = 0; i < 4; ++i) ASSERT_THAT(s.Submit(Spec(16, 4), 0), IsOk());
+  BatchInput b = s.Plan();
+  // 4 pages each: 10 -> 6 -> 2; a third would leave -2 < reserve 1, though
+  // six slots are free.
+  EXPECT_EQ(b.seqs.size(), 2u);
+  EXPECT_EQ(s.waiting(), 2);
+  EXPECT_EQ(pools.kv.ptrs[0]->free_pages(), 2);
+  EXPECT_EQ(pools.state[0]->free_slots(), 6);
+}
+
+TEST(SchedulerHybridTest, PicksTheDeviceWithMostFreePagesAmongThoseWithAFreeSlot) {
+  // Device 0 has the most pages but one slot; device 1 fewer pages, two slots.
+  HybridPools pools({32, 16}, {1, 2}, 4);
+  Scheduler s(Opts(512), pools.kv.ptrs, pools.state_ptrs);
+  for (int i = 0; i < 4; ++i) ASSERT_THAT(s.Submit(Spec(8, 4), 0), IsOk());
+  BatchInput b = s.Plan();
+  std::vector<int> devs;
+  for (const SeqInput& q : b.seqs) devs.push_back(q.device);
+  // d0 (32 free) takes the first; then d0 has no slot: d1 twice; then none.
+  EXPECT_THAT(devs, ElementsAre(0, 1, 1));
+  EXPECT_EQ(s.waiting(), 1);
+  EXPECT_EQ(pools.state[0]->free_slots(), 0);
+  EXPECT_EQ(pools.state[1]->free_slots(), 0);
+  EXPECT_GT(pools.kv.ptrs[0]->free_pages(), pools.kv.ptrs[1]->free_pages());
+}
+
+TEST(SchedulerHybridTest, ChunkedPrefillAndDecodeStayInTheSameSlot) {
+  HybridPools pools({32}, {4}, 4);
+  Scheduler s(Opts(8), pools.kv.ptrs, pools.state_ptrs);
+  ASSERT_THAT(s.Submit(Spec(3, 2), 0), IsOk());   // takes slot 0, finishes early
+  ASSERT_THAT(s.Submit(Spec(20, 4), 0), IsOk());  // chunked over several steps
+  std::set<int> seen;
+  int64_t now = 0;
+  for (int i = 0; i < 20 && !s.idle(); ++i) {
+    BatchInput b = s.Plan();
+    for (const SeqInput& q : b.seqs)
+      if (q.request_id == 2) seen.insert(q.state_slot);
+    ASSERT_THAT(s.Commit(Outputs(b), now += 10).status(), IsOk());
+  }
+  EXPECT_TRUE(s.idle());
+  EXPECT_EQ(seen, (std::set<int>{1}));
+  EXPECT_EQ(pools.state[0]->free_slots(), 4);
+}
+
+TEST(SchedulerHybridTest, PreemptionFreesTheSlotAndTheRecomputeGetsOneAgain) {
+  HybridPools pools({4}, {2}, 4);  // 16 positions, two slots on the only device
+  Scheduler s(Opts(64, 8, 0), pools.kv.ptrs, pools.state_ptrs);
+  ASSERT_THAT(s.Submit(Spec(4, 12), 0), IsOk());  // each grows to 4 pages
+  ASSERT_THAT(s.Submit(Spec(4, 12), 0), IsOk());
+  SlotChecker checker;
+  int64_t now = 0;
+  bool saw_preempt = false, saw_recompute = false;
+  for (int i = 0; i < 200 && !s.idle(); ++i) {
+    const int64_t before = s.preempted_total();
+    BatchInput b = s.Plan();
+    checker.Check(b);
+    if (s.preempted_total() > before) {
+      saw_preempt = true;
+      // The victim went back to the queue holding neither pages nor a slot.
+      EXPECT_EQ(pools.state[0]->used_slots(), s.running());
+    }
+    for (const SeqInput& q : b.seqs) {
+      if (q.start_pos == 0 && q.tokens.size() > 4u) {
+        saw_recompute = true;
+        EXPECT_GE(q.state_slot, 0);
+        EXPECT_LT(q.state_slot, 2);
+      }
+    }
+    auto r = s.Commit(Outputs(b), now += 10);
+    ASSERT_THAT(r.status(), IsOk());
+    for (const Request& q : *r) checker.Forget(q.id);
+  }
+  EXPECT_TRUE(s.idle());
+  EXPECT_TRUE(saw_preempt);
+  EXPECT_TRUE(saw_recompute);
+  EXPECT_EQ(s.finished_total(), 2);
+  EXPECT_EQ(pools.state[0]->free_slots(), 2);
+  EXPECT_EQ(pools.kv.ptrs[0]->free_pages(), 4);
+}
+
+TEST(SchedulerHybridTest, DrainReturnsEveryPageAndSlotOnEveryDevice) {
+  // Tight on both resources: 3 devices x (12 pages, 3 slots); 24 requests of
+  // mixed lengths, some growing to 8 pages, so both slot-blocked admission
+  // and page-exhaustion preemption happen.
+  HybridPools pools({12, 12, 10}, {3, 2, 3}, 4);
+  Scheduler s(Opts(16, 8, /*reserve=*/1), pools.kv.ptrs, pools.state_ptrs);
+  const auto initial = pools.Free();
+  std::set<int64_t> ids;
+  for (int i = 0; i < 24; ++i) ids.insert(s.Submit(Spec(4 + i % 9, 6 + (i * 7) % 20), 0).value());
+  SlotChecker checker;
+  std::set<int64_t> finished;
+  int64_t now = 0;
+  int max_running = 0;
+  for (int i = 0; i < 5000 && !s.idle(); ++i) {
+    BatchInput b = s.Plan();
+    checker.Check(b);
+    max_running = std::max(max_running, s.running());
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(pools.state[d]->used_slots(), s.running_on(d)) << "device " << d;
+    }
+    auto r = s.Commit(Outputs(b), now += 10);
+    ASSERT_THAT(r.status(), IsOk());
+    for (const Request& q : *r) {
+      EXPECT_TRUE(finished.insert(q.id).second);
+      EXPECT_EQ(q.state_slot, -1);
+      EXPECT_TRUE(q.pages.empty());
+      checker.Forget(q.id);
+    }
+  }
+  EXPECT_TRUE(s.idle());
+  EXPECT_EQ(finished, ids);
+  EXPECT_EQ(max_running, 8);  // 3 + 2 + 3 slots cap concurrency
+  EXPECT_GT(s.preempted_total(), 0);
+  EXPECT_EQ(pools.Free(), initial);
+}
+
+TEST(SchedulerHybridTest, DestructorReleasesPagesAndSlots) {
+  HybridPools pools({16, 16}, {2, 2}, 4);
+  const auto initial = pools.Free();
+  {
+    Scheduler s(Opts(64), pools.kv.ptrs, pools.state_ptrs);
+    for (int i = 0; i < 3; ++i) ASSERT_THAT(s.Submit(Spec(6, 4), 0), IsOk());
+    BatchInput b = s.Plan();
+    ASSERT_EQ(b.seqs.size(), 3u);
+    EXPECT_NE(pools.Free(), initial);
+  }
+  EXPECT_EQ(pools.Free(), initial);
+}
+
+TEST(SchedulerHybridTest, SubmitRefusesWhatNoDeviceCouldEverHold) {
+  HybridPools none({16}, {0}, 4);
+  Scheduler s(Opts(64), none.kv.ptrs, none.state_ptrs);
+  EXPECT_THAT(s.Submit(Spec(4, 4), 0),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("0 slots")));
+  // Device 0 has the pages but no slot, device 1 a slot but few pages.
+  HybridPools split({16, 2}, {0, 1}, 4);
+  Scheduler t(Opts(64), split.kv.ptrs, split.state_ptrs);
+  EXPECT_THAT(t.Submit(Spec(10, 4), 0),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("KV pages")));
+  EXPECT_THAT(t.Submit(Spec(4, 4), 0), IsOk());  // 7 positions: 2 pages on device 1
+  EXPECT_EQ(t.waiting(), 1);
+}
+
+TEST(SchedulerHybridTest, StatePoolsWithoutLayersNeedNoSlot) {
+  HybridPools pools({16}, {0}, 4, /*layers=*/0);
+  Scheduler s(Opts(64), pools.kv.ptrs, pools.state_ptrs);
+  EXPECT_FALSE(s.needs_slot(0));
+  ASSERT_THAT(s.Submit(Spec(4, 2), 0), IsOk());
+  BatchInput b = s.Plan();
+  ASSERT_EQ(b.seqs.size(), 1u);
+  EXPECT_EQ(b.seqs[0].state_slot, -1);
+  int64_t now = 0;
+  ASSERT_THAT(s.Commit(Outputs(b), now += 10).status(), IsOk());
+  EXPECT_EQ(Drain(s, &now).size(), 1u);
 }
 
 }  // namespace

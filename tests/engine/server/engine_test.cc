@@ -122,7 +122,20 @@ TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
   std::vector<telemetry::RequestDone> done;
   std::vector<telemetry::Event> commands;
   bool saw_spans = false, saw_stop_event = false, saw_paused_meta = false;
+  bool saw_busy_occupancy = false;
+  // One page: 2 layers x 16 tokens x K and V of kv_heads x head_dim floats.
+  const ModelConfig model = SmallModel();
+  const int64_t page_bytes = int64_t{2} * 16 * 2 * model.kv_heads * model.head_dim * 4;
   on_message_ = [&](const telemetry::Message& m) {
+    if (auto* o = std::get_if<telemetry::Occupancy>(&m)) {
+      for (const telemetry::DeviceOccupancy& dev : o->devices) {
+        EXPECT_EQ(dev.kv_bytes_total, dev.kv_pages_total * page_bytes);
+        EXPECT_EQ(dev.kv_bytes_used, dev.kv_pages_used * page_bytes);
+        EXPECT_EQ(dev.state_slots_total, 0);
+        EXPECT_EQ(dev.state_bytes_used, 0);
+        if (dev.kv_pages_used > 0 && dev.kv_bytes_used > 0) saw_busy_occupancy = true;
+      }
+    }
     if (auto* r = std::get_if<telemetry::RequestDone>(&m)) done.push_back(*r);
     if (std::holds_alternative<telemetry::Spans>(m)) saw_spans = true;
     if (auto* meta = std::get_if<telemetry::Meta>(&m); meta && meta->paused) saw_paused_meta = true;
@@ -142,6 +155,15 @@ TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
   EXPECT_EQ(d.result["expert_device"].size(), 8u);
   EXPECT_EQ(d.result["kv_pages_per_device"], 64);
   for (const char* envelope : {"v", "run", "seq", "t"}) EXPECT_FALSE(d.result.contains(envelope));
+  // A model without linear layers: every layer MHA, no state pool.
+  EXPECT_EQ(d.result["model"]["arch"], "moe");
+  EXPECT_EQ(d.result["model"]["attention"], json::array({"mha", "mha"}));
+  EXPECT_EQ(d.result["state_slots_per_device"], 0);
+  EXPECT_EQ(d.result["pools"]["kv_page_bytes"], page_bytes);
+  EXPECT_EQ(d.result["pools"]["kv_bytes_per_device"], 64 * page_bytes);
+  EXPECT_EQ(d.result["pools"]["kv_pages_per_device"], 64);
+  EXPECT_EQ(d.result["pools"]["state_slots_per_device"], 0);
+  EXPECT_EQ(d.result["pools"]["state_slot_bytes"], 0);
 
   // The engine serves: steps arrive on the stream.
   ASSERT_TRUE(
@@ -195,6 +217,20 @@ TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
   telemetry::CommandReply fin = Call(**client, "status");
   EXPECT_EQ(fin.result["finished"], 12);
   EXPECT_EQ(fin.result["running"], 0);
+  // status shows both pools of every device; all drained now.
+  ASSERT_EQ(fin.result["pools"].size(), 2u);
+  for (const json& dev : fin.result["pools"]) {
+    EXPECT_EQ(dev["kv_pages_used"], 0);
+    EXPECT_EQ(dev["kv_pages_total"], 64);
+    EXPECT_EQ(dev["kv_bytes_used"], 0);
+    EXPECT_EQ(dev["kv_bytes_total"], 64 * page_bytes);
+    EXPECT_EQ(dev["state_slots_used"], 0);
+    EXPECT_EQ(dev["state_slots_total"], 0);
+    EXPECT_EQ(dev["state_bytes_total"], 0);
+    EXPECT_EQ(dev["running"], 0);
+  }
+  // The occupancy stream carried bytes consistent with the pages.
+  EXPECT_TRUE(saw_busy_occupancy);
 
   telemetry::CommandReply s = Call(**client, "stop");
   ASSERT_TRUE(s.ok);

@@ -1,0 +1,24 @@
+// File: engine/attention/seq_rows.h
+//
+// SeqRows: where one sequence's new tokens sit in a device's packed activation
+// buffer, and where its history lives. Every attention kind (MHA, MLA, KDA,
+// GLA) runs over a list of these, so the device worker packs a step once and
+// each layer finds its own kind of state: page tables for full attention,
+// a state slot for linear attention.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+
+namespace sy::engine {
+
+struct SeqRows {
+  int row = 0;                     // first row in the packed [tokens x H] buffer
+  int n = 0;                       // new tokens (rows), positions start_pos .. start_pos + n - 1
+  int start_pos = 0;               // tokens already folded into the cache / state
+  const int32_t* pages = nullptr;  // KV page table covering start_pos + n positions
+  int state_slot = -1;             // recurrent-state slot (StatePool), -1 if none
+};
+
+}  // namespace sy::engine

@@ -1,0 +1,78 @@
+// File: engine/pools/state_pool.h
+//
+// StatePool: one device's recurrent-state pool for the linear-attention
+// layers of a hybrid model (seed 000 "Hybrid Memory Pools", seed 002 §2.2).
+// A slot is one request's whole linear-attention state: for every linear
+// layer, the recurrent state (heads x [d x d], fp32) and the short-conv state
+// (the last conv_kernel - 1 pre-conv inputs of the q, k and v channels). A
+// request holds exactly one slot from admission to finish or preemption;
+// chunked prefill and decode continue in the same slot. Its size does not
+// grow with the sequence: the pool caps concurrency, the KvPool caps tokens.
+//
+//   StatePool pool({.slots = 64, .layers = 6, .state_floats = 4 * 64 * 64,
+//                   .conv_floats = 3 * 3 * 256});
+//   int slot = pool.Allocate().value();
+//   pool.Zero(slot);                        // a fresh slot is zeroed before use
+//   float* s = pool.State(slot, /*layer=*/2);
+//   pool.Free(slot);
+//
+// Invariant: a slot handed out by Allocate holds whatever its last owner left;
+// the model zeroes it when a sequence starts at position 0 (Zero), so stale
+// state can never leak between requests.
+//
+// Thread-safety: Allocate/Free/counters on the scheduler thread between
+// steps; State/Conv/Zero on the owning device's worker during a step. A step
+// is a barrier, so the two never overlap.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sy::engine {
+
+struct StatePoolOptions {
+  int slots = 0;             // concurrent requests this device can hold
+  int layers = 0;            // linear-attention layers
+  int64_t state_floats = 0;  // recurrent state of one layer: heads * d * d
+  int64_t conv_floats = 0;   // conv state of one layer (0 for GLA)
+};
+
+class StatePool {
+ public:
+  // slots == 0 or layers == 0 gives an empty pool (a model without linear layers).
+  explicit StatePool(const StatePoolOptions& options);
+  StatePool(const StatePool&) = delete;
+  StatePool& operator=(const StatePool&) = delete;
+
+  // RESOURCE_EXHAUSTED if no slot is free.
+  Result<int> Allocate();
+  // REQUIRES: slot was returned by Allocate and not freed since.
+  void Free(int slot);
+  // Zeroes every layer's recurrent and conv state of `slot`.
+  void Zero(int slot);
+
+  float* State(int slot, int layer);
+  const float* State(int slot, int layer) const;
+  float* Conv(int slot, int layer);  // REQUIRES: conv_floats > 0
+  const float* Conv(int slot, int layer) const;
+
+  int slots() const { return options_.slots; }
+  int free_slots() const { return static_cast<int>(free_.size()); }
+  int used_slots() const { return slots() - free_slots(); }
+  int64_t slot_bytes() const { return slot_floats_ * static_cast<int64_t>(sizeof(float)); }
+  int64_t bytes() const { return slot_bytes() * options_.slots; }
+  const StatePoolOptions& options() const { return options_; }
+
+ private:
+  size_t Offset(int slot, int layer) const;
+
+  StatePoolOptions options_;
+  int64_t layer_floats_ = 0;  // state_floats + conv_floats
+  int64_t slot_floats_ = 0;   // layers * layer_floats_
+  std::vector<float> storage_;
+  std::vector<int> free_;  // LIFO free list
+};
+
+}  // namespace sy::engine
