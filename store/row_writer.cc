@@ -16,6 +16,10 @@ namespace sy::store {
 using nlohmann::json;
 namespace tel = telemetry;
 
+std::string DumpJson(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -23,19 +27,6 @@ int64_t NowUnixMs() {
 }
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
-// Strings inside messages are not guaranteed UTF-8; never throw on dump.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// Binds the envelope columns shared by every message table: (run, seq, t_us, v).
-Stmt& BindEnv(Stmt& st, int64_t rid, const tel::Envelope& e) {
-  return st.Bind(1, rid).Bind(2, static_cast<int64_t>(e.seq)).Bind(3, e.t_us).Bind(4, e.v);
-}
 
 // Steps a statement that returns one integer row (RETURNING / SELECT).
 // Returns -1 when there is no row.
@@ -45,23 +36,6 @@ Result<int64_t> StepInt(Stmt& st) {
   int64_t v = *row ? st.Int(0) : -1;
   st.Reset();
   return v;
-}
-
-// Runs `parent` (bound by the caller) and then `child` once per element of
-// `children`. Child tables share the leading columns (parent row id, idx, run,
-// step); `bind_rest(child, element)` binds the columns after them and may
-// fail (a name lookup).
-template <typename T, typename BindRest>
-Status InsertWithChildren(const Db& db, Stmt& parent, Stmt& child, int64_t rid, int64_t step,
-                          const std::vector<T>& children, BindRest&& bind_rest) {
-  RETURN_IF_ERROR(parent.Run());
-  int64_t parent_id = sqlite3_last_insert_rowid(db.get());
-  for (size_t i = 0; i < children.size(); ++i) {
-    child.Bind(1, parent_id).Bind(2, static_cast<int64_t>(i)).Bind(3, rid).Bind(4, step);
-    RETURN_IF_ERROR(bind_rest(child, children[i]));
-    RETURN_IF_ERROR(child.Run());
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -161,15 +135,25 @@ Status RowWriter::Prepare() {
       {&ins_occ_dev_,
        "INSERT INTO occupancy_devices (occ, idx, run, step, device, kv_pages_used, "
        "kv_pages_total, running, state_slots_used, state_slots_total, kv_bytes_used, "
-       "kv_bytes_total, state_bytes_used, state_bytes_total) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+       "kv_bytes_total, state_bytes_used, state_bytes_total, cache_tokens, cache_nodes, "
+       "cache_slots, cache_hit_rate, cache_evicted_pages) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+       "?18, ?19)"},
       {&ins_experts_,
        "INSERT INTO expert_load (run, seq, t_us, v, step, layers, experts, counts, "
        "expert_device) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
       {&ins_request_,
        "INSERT INTO requests (run, seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "
-       "arrival_us, ttft_us, tpot_us, e2e_us, finish) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+       "arrival_us, ttft_us, tpot_us, e2e_us, finish, cached_tokens, preemptions) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
+      {&ins_req_snap_,
+       "INSERT INTO request_snapshots (run, seq, t_us, v, step, running_total, waiting_total, "
+       "n) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&ins_req_progress_,
+       "INSERT INTO request_progress (snap, idx, run, step, waiting, req_id, device, "
+       "prompt_tokens, computed, generated, max_new_tokens, cached_tokens, preemptions, "
+       "arrival_us, first_token_us) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
       {&ins_event_,
        "INSERT INTO events (run, seq, t_us, v, kind, name, phase, message, detail) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
@@ -247,149 +231,6 @@ Result<int64_t> RowWriter::NameId(const std::string& s) {
   return id;
 }
 
-Status RowWriter::Put(const tel::Message& m) {
-  const tel::Envelope& env = tel::EnvelopeOf(m);
-  ASSIGN_OR_RETURN(int64_t rid, RunRid(env.run, /*revive=*/true));
-  RunAgg& agg = agg_[rid];
-  agg.last_t_us = std::max(agg.last_t_us, env.t_us);
-  return std::visit(
-      Overloaded{
-          [&](const tel::Meta& x) -> Status {
-            json body = tel::ToJson(m);
-            for (const char* k : {"v", "run", "seq", "t"}) body.erase(k);
-            agg.meta = x;
-            return BindEnv(ins_meta_, rid, env).Bind(5, Dump(body)).Run();
-          },
-          [&](const tel::Step& x) -> Status {
-            ++agg.steps;
-            return BindEnv(ins_step_, rid, env)
-                .Bind(5, x.step)
-                .Bind(6, x.start_us)
-                .Bind(7, x.dur_us)
-                .Bind(8, x.prefill_tokens)
-                .Bind(9, x.decode_tokens)
-                .Bind(10, x.batch_requests)
-                .Bind(11, x.running)
-                .Bind(12, x.waiting)
-                .Bind(13, x.finished_total)
-                .Bind(14, x.generated_total)
-                .Run();
-          },
-          [&](const tel::Spans& x) -> Status {
-            agg.spans += static_cast<int64_t>(x.spans.size());
-            BindEnv(ins_span_batch_, rid, env)
-                .Bind(5, x.step)
-                .Bind(6, static_cast<int64_t>(x.spans.size()));
-            return InsertWithChildren(db_, ins_span_batch_, ins_span_, rid, x.step, x.spans,
-                                      [&](Stmt& st, const tel::Span& s) -> Status {
-                                        ASSIGN_OR_RETURN(int64_t name, NameId(s.name));
-                                        ASSIGN_OR_RETURN(int64_t kind, NameId(s.kind));
-                                        st.Bind(5, env.t_us)
-                                            .Bind(6, s.device)
-                                            .Bind(7, s.layer)
-                                            .Bind(8, name)
-                                            .Bind(9, kind)
-                                            .Bind(10, s.start_us)
-                                            .Bind(11, s.dur_us)
-                                            .Bind(12, s.tokens)
-                                            .Bind(13, s.flops)
-                                            .Bind(14, s.bytes);
-                                        return Status::Ok();
-                                      });
-          },
-          [&](const tel::KernelStats& x) -> Status {
-            BindEnv(ins_kstat_batch_, rid, env)
-                .Bind(5, x.step)
-                .Bind(6, static_cast<int64_t>(x.kernels.size()));
-            return InsertWithChildren(db_, ins_kstat_batch_, ins_kstat_, rid, x.step, x.kernels,
-                                      [&](Stmt& st, const tel::KernelStat& k) -> Status {
-                                        ASSIGN_OR_RETURN(int64_t name, NameId(k.name));
-                                        ASSIGN_OR_RETURN(int64_t kind, NameId(k.kind));
-                                        st.Bind(5, env.t_us)
-                                            .Bind(6, k.device)
-                                            .Bind(7, name)
-                                            .Bind(8, kind)
-                                            .Bind(9, k.count)
-                                            .Bind(10, k.total_us)
-                                            .Bind(11, k.max_us)
-                                            .Bind(12, k.flops)
-                                            .Bind(13, k.bytes);
-                                        return Status::Ok();
-                                      });
-          },
-          [&](const tel::Occupancy& x) -> Status {
-            BindEnv(ins_occ_, rid, env)
-                .Bind(5, x.step)
-                .Bind(6, x.running)
-                .Bind(7, x.waiting)
-                .Bind(8, x.prefill_tokens)
-                .Bind(9, x.decode_tokens)
-                .Bind(10, static_cast<int64_t>(x.devices.size()));
-            return InsertWithChildren(db_, ins_occ_, ins_occ_dev_, rid, x.step, x.devices,
-                                      [](Stmt& st, const tel::DeviceOccupancy& d) -> Status {
-                                        st.Bind(5, d.device)
-                                            .Bind(6, d.kv_pages_used)
-                                            .Bind(7, d.kv_pages_total)
-                                            .Bind(8, d.running)
-                                            .Bind(9, d.state_slots_used)
-                                            .Bind(10, d.state_slots_total)
-                                            .Bind(11, d.kv_bytes_used)
-                                            .Bind(12, d.kv_bytes_total)
-                                            .Bind(13, d.state_bytes_used)
-                                            .Bind(14, d.state_bytes_total);
-                                        return Status::Ok();
-                                      });
-          },
-          [&](const tel::ExpertLoad& x) -> Status {
-            std::vector<std::vector<int64_t>> devices(1);
-            devices[0].assign(x.expert_device.begin(), x.expert_device.end());
-            int64_t experts = x.counts.empty() ? 0 : static_cast<int64_t>(x.counts[0].size());
-            return BindEnv(ins_experts_, rid, env)
-                .Bind(5, x.step)
-                .Bind(6, static_cast<int64_t>(x.counts.size()))
-                .Bind(7, experts)
-                .BindBlob(8, EncodeRows(x.counts))
-                .BindBlob(9, EncodeRows(devices))
-                .Run();
-          },
-          [&](const tel::RequestDone& x) -> Status {
-            ++agg.requests;
-            return BindEnv(ins_request_, rid, env)
-                .Bind(5, x.id)
-                .Bind(6, x.device)
-                .Bind(7, x.prompt_tokens)
-                .Bind(8, x.output_tokens)
-                .Bind(9, x.arrival_us)
-                .Bind(10, x.ttft_us)
-                .Bind(11, x.tpot_us)
-                .Bind(12, x.e2e_us)
-                .Bind(13, x.finish)
-                .Run();
-          },
-          [&](const tel::Event& x) -> Status {
-            return BindEnv(ins_event_, rid, env)
-                .Bind(5, x.kind)
-                .Bind(6, x.name)
-                .Bind(7, x.phase)
-                .Bind(8, x.message)
-                .Bind(9, Dump(x.detail))
-                .Run();
-          },
-          [&](const tel::Heartbeat& x) -> Status {
-            agg.heartbeat = x;
-            return BindEnv(ins_heartbeat_, rid, env)
-                .Bind(5, x.interval_ms)
-                .Bind(6, x.state)
-                .Bind(7, x.sent_total)
-                .Bind(8, x.dropped_total)
-                .Bind(9, Dump(json(x.dropped)))
-                .Bind(10, x.step)
-                .Run();
-          },
-      },
-      m);
-}
-
 Status RowWriter::Put(const CommandRecord& c) {
   if (c.run.empty()) {
     ins_command_.BindNull(1);
@@ -425,7 +266,7 @@ Status RowWriter::ApplyAggregates() {
                         .Run());
     if (a.meta) {
       RETURN_IF_ERROR(update_run_meta_.Bind(1, rid)
-                          .Bind(2, Dump(tel::ToJson(*a.meta)))
+                          .Bind(2, DumpJson(tel::ToJson(*a.meta)))
                           .Bind(3, a.meta->model.preset)
                           .Bind(4, a.meta->devices)
                           .Bind(5, a.meta->started_unix_ms)

@@ -2,7 +2,8 @@
 //
 // The SQL half of store::Writer: turns queued items into rows, one
 // transaction per batch, with prepared statements reused across batches. The
-// thread and queue half lives in writer.cc.
+// thread and queue half lives in writer.cc; the insert of each message kind
+// (RowWriter::Put(const telemetry::Message&)) in message_rows.cc.
 //
 // Run lifecycle owned here: the first item naming a run this session creates
 // its row (or sets an existing row back to "live": a console restarted while
@@ -40,6 +41,9 @@ using Item = std::variant<telemetry::Message, CommandRecord, EndRunOp>;
 using DropsByRun = std::unordered_map<std::string, int64_t>;
 
 int64_t NowUnixMs();
+// JSON text for a TEXT column. Strings inside messages are not guaranteed
+// UTF-8: invalid bytes become U+FFFD instead of throwing.
+std::string DumpJson(const nlohmann::json& j);
 
 class RowWriter {
  public:
@@ -98,7 +102,8 @@ class RowWriter {
       add_dropped_, end_session_run_;
   Stmt find_name_, insert_name_;
   Stmt ins_meta_, ins_step_, ins_span_batch_, ins_span_, ins_kstat_batch_, ins_kstat_, ins_occ_,
-      ins_occ_dev_, ins_experts_, ins_request_, ins_event_, ins_heartbeat_, ins_command_;
+      ins_occ_dev_, ins_experts_, ins_request_, ins_event_, ins_heartbeat_, ins_command_,
+      ins_req_snap_, ins_req_progress_;
 
   std::unordered_map<std::string, int64_t> rids_;
   std::unordered_set<int64_t> live_;  // runs this session made live and nobody ended

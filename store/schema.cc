@@ -200,16 +200,53 @@ UPDATE runs SET meta_json = json_set(meta_json,
 UPDATE runs SET arch = 'moe' WHERE meta_json IS NOT NULL;
 )sql";
 
+// v2 -> v3: prefix cache and request-level visibility (docs/STORE.md "v3").
+// Each device reports its radix prefix cache beside its pools; a finished
+// request says how much of its prompt came from the cache and how often it
+// was retracted; the new `requests` stream (running and waiting requests,
+// every ~200 ms) gets a parent/children pair like occupancy. Older rows had
+// no cache and no retractions, so the new columns are 0: exactly what the
+// protocol decodes an older engine's messages to.
+constexpr std::string_view kV3 = R"sql(
+ALTER TABLE occupancy_devices ADD COLUMN cache_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN cache_nodes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN cache_slots INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN cache_hit_rate REAL NOT NULL DEFAULT 0;
+ALTER TABLE occupancy_devices ADD COLUMN cache_evicted_pages INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE request_snapshots (
+  id INTEGER PRIMARY KEY, run INTEGER NOT NULL, seq INTEGER NOT NULL,
+  t_us INTEGER NOT NULL, v INTEGER NOT NULL,
+  step INTEGER NOT NULL, running_total INTEGER NOT NULL, waiting_total INTEGER NOT NULL,
+  n INTEGER NOT NULL
+);
+CREATE INDEX request_snapshots_run_t ON request_snapshots (run, t_us);
+
+CREATE TABLE request_progress (
+  snap INTEGER NOT NULL, idx INTEGER NOT NULL,
+  run INTEGER NOT NULL, step INTEGER NOT NULL,
+  waiting INTEGER NOT NULL, req_id INTEGER NOT NULL, device INTEGER NOT NULL,
+  prompt_tokens INTEGER NOT NULL, computed INTEGER NOT NULL, generated INTEGER NOT NULL,
+  max_new_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,
+  preemptions INTEGER NOT NULL, arrival_us INTEGER NOT NULL, first_token_us INTEGER NOT NULL,
+  PRIMARY KEY (snap, idx)
+) WITHOUT ROWID;
+)sql";
+
 struct Migration {
   int to_version;
   std::string_view sql;
 };
 
-// Applied in order; append v2 here (and bump kSchemaVersion) without touching
+// Applied in order; append v4 here (and bump kSchemaVersion) without touching
 // earlier entries: files in the field went through them.
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
+    {3, kV3},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 

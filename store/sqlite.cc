@@ -101,6 +101,11 @@ Stmt& Stmt::Bind(int i, int64_t v) {
   return *this;
 }
 
+Stmt& Stmt::Bind(int i, double v) {
+  sqlite3_bind_double(stmt_, i, v);
+  return *this;
+}
+
 Stmt& Stmt::Bind(int i, std::string_view v) {
   sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;

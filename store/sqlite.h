@@ -70,6 +70,7 @@ class Stmt {
   // (SQLITE_TRANSIENT) so the caller's buffers may die before Step().
   Stmt& Bind(int i, int64_t v);
   Stmt& Bind(int i, int v) { return Bind(i, static_cast<int64_t>(v)); }
+  Stmt& Bind(int i, double v);  // REAL
   Stmt& Bind(int i, std::string_view v);
   Stmt& BindBlob(int i, std::string_view bytes);
   Stmt& BindNull(int i);
@@ -82,6 +83,7 @@ class Stmt {
   void Reset();
 
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Real(int col) const { return sqlite3_column_double(stmt_, col); }
   std::string Text(int col) const;
   std::string Blob(int col) const;
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }

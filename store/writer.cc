@@ -53,6 +53,8 @@ size_t ApproxBytes(const tel::Message& m) {
           // detail is a small JSON object; a flat guess per top-level entry
           // avoids walking or dumping it.
           n += str(x.kind) + str(x.name) + str(x.phase) + str(x.message) + x.detail.size() * 64;
+        } else if constexpr (std::is_same_v<T, tel::Requests>) {
+          n += (x.running.size() + x.waiting.size()) * sizeof(tel::RequestProgress);
         } else if constexpr (std::is_same_v<T, tel::Heartbeat>) {
           n += str(x.state);
           for (const auto& [topic, count] : x.dropped) n += 64 + str(topic);

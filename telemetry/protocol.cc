@@ -1,6 +1,7 @@
 #include "telemetry/protocol.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <stdexcept>
@@ -10,18 +11,79 @@ namespace sy::telemetry {
 
 using nlohmann::json;
 
-// Field-by-field codecs. Strict on decode: a missing key or a wrong type throws
-// inside nlohmann and is turned into INVALID_ARGUMENT at Decode().
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ModelInfo, preset, vocab, hidden, layers, heads, head_dim,
-                                   experts, top_k, expert_inter, shared_inter, max_seq, page_size,
-                                   params, dtype, arch, attention)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Span, device, layer, name, kind, start_us, dur_us, tokens, flops,
-                                   bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelStat, device, name, kind, count, total_us, max_us, flops,
-                                   bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceOccupancy, device, kv_pages_used, kv_pages_total, running,
-                                   state_slots_used, state_slots_total, kv_bytes_used,
-                                   kv_bytes_total, state_bytes_used, state_bytes_total)
+// One field list per struct, in wire order: encoding and decoding both expand
+// it, so a field cannot be written without being read. *_OPTIONAL lists hold
+// fields added after the first release of their message: decoding accepts
+// their absence (the struct default, 0) so runs recorded by, and engines of,
+// an older build still decode; present, they are as strictly typed as any.
+// clang-format off
+#define SY_MODEL_INFO(X)                                                                \
+  X(preset) X(vocab) X(hidden) X(layers) X(heads) X(head_dim) X(experts) X(top_k)      \
+  X(expert_inter) X(shared_inter) X(max_seq) X(page_size) X(params) X(dtype) X(arch)   \
+  X(attention)
+#define SY_SPAN(X)                                                                      \
+  X(device) X(layer) X(name) X(kind) X(start_us) X(dur_us) X(tokens) X(flops) X(bytes)
+#define SY_KERNEL_STAT(X)                                                               \
+  X(device) X(name) X(kind) X(count) X(total_us) X(max_us) X(flops) X(bytes)
+#define SY_DEVICE_OCCUPANCY(X)                                                          \
+  X(device) X(kv_pages_used) X(kv_pages_total) X(running) X(state_slots_used)          \
+  X(state_slots_total) X(kv_bytes_used) X(kv_bytes_total) X(state_bytes_used)          \
+  X(state_bytes_total)
+#define SY_DEVICE_OCCUPANCY_OPTIONAL(X)                                                 \
+  X(cache_tokens) X(cache_nodes) X(cache_slots) X(cache_hit_rate) X(cache_evicted_pages)
+#define SY_REQUEST_PROGRESS(X)                                                          \
+  X(id) X(device) X(prompt_tokens) X(computed) X(generated) X(max_new_tokens)           \
+  X(cached_tokens) X(preemptions) X(arrival_us) X(first_token_us)
+#define SY_META(X)                                                                      \
+  X(model) X(devices) X(layout) X(trace_level) X(paused) X(started_unix_ms) X(workload) \
+  X(expert_device) X(kv_pages_per_device) X(state_slots_per_device)
+#define SY_STEP(X)                                                                      \
+  X(step) X(start_us) X(dur_us) X(prefill_tokens) X(decode_tokens) X(batch_requests)    \
+  X(running) X(waiting) X(finished_total) X(generated_total)
+#define SY_SPANS(X) X(step) X(spans)
+#define SY_KERNEL_STATS(X) X(step) X(kernels)
+#define SY_OCCUPANCY(X)                                                                 \
+  X(step) X(devices) X(running) X(waiting) X(prefill_tokens) X(decode_tokens)
+#define SY_EXPERT_LOAD(X) X(step) X(counts) X(expert_device)
+#define SY_REQUEST_DONE(X)                                                              \
+  X(id) X(device) X(prompt_tokens) X(output_tokens) X(arrival_us) X(ttft_us) X(tpot_us) \
+  X(e2e_us) X(finish)
+#define SY_REQUEST_DONE_OPTIONAL(X) X(cached_tokens) X(preemptions)
+#define SY_REQUESTS(X) X(step) X(running) X(waiting) X(running_total) X(waiting_total)
+#define SY_EVENT(X) X(kind) X(name) X(phase) X(message) X(detail)
+#define SY_HEARTBEAT(X)                                                                 \
+  X(interval_ms) X(state) X(sent_total) X(dropped_total) X(dropped) X(step)
+// clang-format on
+#define SY_NO_FIELDS(X)
+
+#define SY_PUT(f) j[#f] = Wire(m.f);
+#define SY_GET(f) Field(j, path, #f, m.f);
+#define SY_GET_OPTIONAL(f) OptionalField(j, path, #f, m.f);
+
+namespace {
+// JSON has no NaN or infinity (nlohmann would write null, which no decoder
+// accepts as a number): a non-finite double goes out as 0.
+template <typename T>
+const T& Wire(const T& v) {
+  return v;
+}
+double Wire(double v) { return std::isfinite(v) ? v : 0.0; }
+}  // namespace
+
+// Nested structs are written through nlohmann's to_json, found by ADL, so
+// these live in sy::telemetry proper.
+#define SY_TO_JSON(T, LIST, OPTIONAL) \
+  void to_json(json& j, const T& m) { \
+    j = json::object();               \
+    LIST(SY_PUT)                      \
+    OPTIONAL(SY_PUT)                  \
+  }
+SY_TO_JSON(ModelInfo, SY_MODEL_INFO, SY_NO_FIELDS)
+SY_TO_JSON(Span, SY_SPAN, SY_NO_FIELDS)
+SY_TO_JSON(KernelStat, SY_KERNEL_STAT, SY_NO_FIELDS)
+SY_TO_JSON(DeviceOccupancy, SY_DEVICE_OCCUPANCY, SY_DEVICE_OCCUPANCY_OPTIONAL)
+SY_TO_JSON(RequestProgress, SY_REQUEST_PROGRESS, SY_NO_FIELDS)
+#undef SY_TO_JSON
 
 namespace {
 
@@ -41,6 +103,7 @@ class FieldError : public std::invalid_argument {
 std::string Got(const json& j) { return std::string(", got ") + j.type_name(); }
 
 void Read(const json& j, const std::string& path, bool& out);
+void Read(const json& j, const std::string& path, double& out);
 void Read(const json& j, const std::string& path, std::string& out);
 void Read(const json& j, const std::string& path, json& out);
 void Read(const json& j, const std::string& path, std::map<std::string, int64_t>& out);
@@ -48,6 +111,7 @@ void Read(const json& j, const std::string& path, ModelInfo& m);
 void Read(const json& j, const std::string& path, Span& m);
 void Read(const json& j, const std::string& path, KernelStat& m);
 void Read(const json& j, const std::string& path, DeviceOccupancy& m);
+void Read(const json& j, const std::string& path, RequestProgress& m);
 template <typename T>
 void Read(const json& j, const std::string& path, std::vector<T>& out);
 
@@ -112,26 +176,36 @@ void RequireObject(const json& j, const std::string& path) {
   if (!j.is_object()) Fail(path, "must be an object" + Got(j));
 }
 
-#define SY_FIELD(f) Field(j, path, #f, m.f)
+// A JSON number of either kind; a double field has no integer rule to keep.
+void Read(const json& j, const std::string& path, double& out) {
+  if (!j.is_number()) Fail(path, "must be a number" + Got(j));
+  out = j.get<double>();
+}
+
+// As Field, but an absent key leaves `out` as it was (its default).
+template <typename T>
+void OptionalField(const json& obj, const std::string& prefix, const char* key, T& out) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return;
+  Read(*it, prefix.empty() ? std::string(key) : prefix + "." + key, out);
+}
+
+// Nested objects: every listed field, then what ModelInfo checks beyond types.
+#define SY_READ_STRUCT(T, LIST, OPTIONAL)                   \
+  void Read(const json& j, const std::string& path, T& m) { \
+    RequireObject(j, path);                                 \
+    LIST(SY_GET)                                            \
+    OPTIONAL(SY_GET_OPTIONAL)                               \
+  }
+SY_READ_STRUCT(Span, SY_SPAN, SY_NO_FIELDS)
+SY_READ_STRUCT(KernelStat, SY_KERNEL_STAT, SY_NO_FIELDS)
+SY_READ_STRUCT(DeviceOccupancy, SY_DEVICE_OCCUPANCY, SY_DEVICE_OCCUPANCY_OPTIONAL)
+SY_READ_STRUCT(RequestProgress, SY_REQUEST_PROGRESS, SY_NO_FIELDS)
+#undef SY_READ_STRUCT
 
 void Read(const json& j, const std::string& path, ModelInfo& m) {
   RequireObject(j, path);
-  SY_FIELD(preset);
-  SY_FIELD(vocab);
-  SY_FIELD(hidden);
-  SY_FIELD(layers);
-  SY_FIELD(heads);
-  SY_FIELD(head_dim);
-  SY_FIELD(experts);
-  SY_FIELD(top_k);
-  SY_FIELD(expert_inter);
-  SY_FIELD(shared_inter);
-  SY_FIELD(max_seq);
-  SY_FIELD(page_size);
-  SY_FIELD(params);
-  SY_FIELD(dtype);
-  SY_FIELD(arch);
-  SY_FIELD(attention);
+  SY_MODEL_INFO(SY_GET)
   if (m.attention.size() != static_cast<size_t>(m.layers)) {
     Fail(path + ".attention", "has " + std::to_string(m.attention.size()) +
                                   " entries, one per layer expected (" + path + ".layers is " +
@@ -146,47 +220,6 @@ void Read(const json& j, const std::string& path, ModelInfo& m) {
     }
   }
 }
-
-void Read(const json& j, const std::string& path, Span& m) {
-  RequireObject(j, path);
-  SY_FIELD(device);
-  SY_FIELD(layer);
-  SY_FIELD(name);
-  SY_FIELD(kind);
-  SY_FIELD(start_us);
-  SY_FIELD(dur_us);
-  SY_FIELD(tokens);
-  SY_FIELD(flops);
-  SY_FIELD(bytes);
-}
-
-void Read(const json& j, const std::string& path, KernelStat& m) {
-  RequireObject(j, path);
-  SY_FIELD(device);
-  SY_FIELD(name);
-  SY_FIELD(kind);
-  SY_FIELD(count);
-  SY_FIELD(total_us);
-  SY_FIELD(max_us);
-  SY_FIELD(flops);
-  SY_FIELD(bytes);
-}
-
-void Read(const json& j, const std::string& path, DeviceOccupancy& m) {
-  RequireObject(j, path);
-  SY_FIELD(device);
-  SY_FIELD(kv_pages_used);
-  SY_FIELD(kv_pages_total);
-  SY_FIELD(running);
-  SY_FIELD(state_slots_used);
-  SY_FIELD(state_slots_total);
-  SY_FIELD(kv_bytes_used);
-  SY_FIELD(kv_bytes_total);
-  SY_FIELD(state_bytes_used);
-  SY_FIELD(state_bytes_total);
-}
-
-#undef SY_FIELD
 
 void PutEnv(json& j, const Envelope& e) {
   j["v"] = e.v;
@@ -203,181 +236,62 @@ void GetEnv(const json& j, Envelope& e) {
   Field(j, "", "t", e.t_us);
 }
 
-#define PUT(f) j[#f] = m.f
-#define GET(f) Field(j, "", #f, m.f)
+// Top-level messages: Body() writes the fields after the envelope, Parse()
+// reads them (path "" names top-level keys bare).
+#define SY_MESSAGE(T, LIST, OPTIONAL)     \
+  json Body(const T& m) {                 \
+    json j = json::object();              \
+    LIST(SY_PUT)                          \
+    OPTIONAL(SY_PUT)                      \
+    return j;                             \
+  }                                       \
+  void ParseFields(const json& j, T& m) { \
+    const std::string path;               \
+    LIST(SY_GET)                          \
+    OPTIONAL(SY_GET_OPTIONAL)             \
+  }
+SY_MESSAGE(Meta, SY_META, SY_NO_FIELDS)
+SY_MESSAGE(Step, SY_STEP, SY_NO_FIELDS)
+SY_MESSAGE(Spans, SY_SPANS, SY_NO_FIELDS)
+SY_MESSAGE(KernelStats, SY_KERNEL_STATS, SY_NO_FIELDS)
+SY_MESSAGE(Occupancy, SY_OCCUPANCY, SY_NO_FIELDS)
+SY_MESSAGE(ExpertLoad, SY_EXPERT_LOAD, SY_NO_FIELDS)
+SY_MESSAGE(RequestDone, SY_REQUEST_DONE, SY_REQUEST_DONE_OPTIONAL)
+SY_MESSAGE(Requests, SY_REQUESTS, SY_NO_FIELDS)
+SY_MESSAGE(Event, SY_EVENT, SY_NO_FIELDS)
+SY_MESSAGE(Heartbeat, SY_HEARTBEAT, SY_NO_FIELDS)
+#undef SY_MESSAGE
 
-json Body(const Meta& m) {
-  json j;
-  PUT(model);
-  PUT(devices);
-  PUT(layout);
-  PUT(trace_level);
-  PUT(paused);
-  PUT(started_unix_ms);
-  PUT(workload);
-  PUT(expert_device);
-  PUT(kv_pages_per_device);
-  PUT(state_slots_per_device);
-  return j;
-}
-void Parse(const json& j, Meta& m) {
-  GET(model);
-  GET(devices);
-  GET(layout);
-  GET(trace_level);
-  GET(paused);
-  GET(started_unix_ms);
-  GET(workload);
-  GET(expert_device);
-  GET(kv_pages_per_device);
-  GET(state_slots_per_device);
-}
-
-json Body(const Step& m) {
-  json j;
-  PUT(step);
-  PUT(start_us);
-  PUT(dur_us);
-  PUT(prefill_tokens);
-  PUT(decode_tokens);
-  PUT(batch_requests);
-  PUT(running);
-  PUT(waiting);
-  PUT(finished_total);
-  PUT(generated_total);
-  return j;
-}
-void Parse(const json& j, Step& m) {
-  GET(step);
-  GET(start_us);
-  GET(dur_us);
-  GET(prefill_tokens);
-  GET(decode_tokens);
-  GET(batch_requests);
-  GET(running);
-  GET(waiting);
-  GET(finished_total);
-  GET(generated_total);
+// Checks beyond field types, per message.
+template <typename T>
+void Parse(const json& j, T& m) {
+  ParseFields(j, m);
 }
 
-json Body(const Spans& m) {
-  json j;
-  PUT(step);
-  PUT(spans);
-  return j;
-}
-void Parse(const json& j, Spans& m) {
-  GET(step);
-  GET(spans);
-}
-
-json Body(const KernelStats& m) {
-  json j;
-  PUT(step);
-  PUT(kernels);
-  return j;
-}
-void Parse(const json& j, KernelStats& m) {
-  GET(step);
-  GET(kernels);
-}
-
-json Body(const Occupancy& m) {
-  json j;
-  PUT(step);
-  PUT(devices);
-  PUT(running);
-  PUT(waiting);
-  PUT(prefill_tokens);
-  PUT(decode_tokens);
-  return j;
-}
-void Parse(const json& j, Occupancy& m) {
-  GET(step);
-  GET(devices);
-  GET(running);
-  GET(waiting);
-  GET(prefill_tokens);
-  GET(decode_tokens);
-}
-
-json Body(const ExpertLoad& m) {
-  json j;
-  PUT(step);
-  PUT(counts);
-  PUT(expert_device);
-  return j;
-}
-void Parse(const json& j, ExpertLoad& m) {
-  GET(step);
-  GET(counts);
-  GET(expert_device);
-}
-
-json Body(const RequestDone& m) {
-  json j;
-  PUT(id);
-  PUT(device);
-  PUT(prompt_tokens);
-  PUT(output_tokens);
-  PUT(arrival_us);
-  PUT(ttft_us);
-  PUT(tpot_us);
-  PUT(e2e_us);
-  PUT(finish);
-  return j;
-}
-void Parse(const json& j, RequestDone& m) {
-  GET(id);
-  GET(device);
-  GET(prompt_tokens);
-  GET(output_tokens);
-  GET(arrival_us);
-  GET(ttft_us);
-  GET(tpot_us);
-  GET(e2e_us);
-  GET(finish);
-}
-
-json Body(const Event& m) {
-  json j;
-  PUT(kind);
-  PUT(name);
-  PUT(phase);
-  PUT(message);
-  PUT(detail);
-  return j;
-}
+template <>
 void Parse(const json& j, Event& m) {
-  GET(kind);
-  GET(name);
-  GET(phase);
-  GET(message);
-  GET(detail);
+  ParseFields(j, m);
   RequireObject(m.detail, "detail");
 }
 
-json Body(const Heartbeat& m) {
-  json j;
-  PUT(interval_ms);
-  PUT(state);
-  PUT(sent_total);
-  PUT(dropped_total);
-  PUT(dropped);
-  PUT(step);
-  return j;
-}
-void Parse(const json& j, Heartbeat& m) {
-  GET(interval_ms);
-  GET(state);
-  GET(sent_total);
-  GET(dropped_total);
-  GET(dropped);
-  GET(step);
+// The lists are capped, the totals are not: a total below its list is a
+// message that contradicts itself.
+template <>
+void Parse(const json& j, Requests& m) {
+  ParseFields(j, m);
+  auto check = [](const char* list, size_t n, int total) {
+    if (total < 0 || static_cast<size_t>(total) < n) {
+      Fail(std::string(list) + "_total", "is " + std::to_string(total) + ", below the " +
+                                             std::to_string(n) + " entries of '" + list + "'");
+    }
+  };
+  check("running", m.running.size(), m.running_total);
+  check("waiting", m.waiting.size(), m.waiting_total);
 }
 
-#undef PUT
-#undef GET
+#undef SY_PUT
+#undef SY_GET
+#undef SY_GET_OPTIONAL
 
 template <typename T>
 constexpr std::string_view TopicFor() {
@@ -390,6 +304,7 @@ constexpr std::string_view TopicFor() {
   if constexpr (std::is_same_v<T, RequestDone>) return kTopicRequest;
   if constexpr (std::is_same_v<T, Event>) return kTopicEvent;
   if constexpr (std::is_same_v<T, Heartbeat>) return kTopicHeartbeat;
+  if constexpr (std::is_same_v<T, Requests>) return kTopicRequests;
 }
 
 template <typename T>
@@ -452,6 +367,7 @@ Result<Message> FromJson(std::string_view topic, const json& j) {
   if (topic == kTopicRequest) return ParseAs<RequestDone>(topic, j);
   if (topic == kTopicEvent) return ParseAs<Event>(topic, j);
   if (topic == kTopicHeartbeat) return ParseAs<Heartbeat>(topic, j);
+  if (topic == kTopicRequests) return ParseAs<Requests>(topic, j);
   std::string shown(topic.substr(0, 64));
   return InvalidArgument("unknown topic '" + shown + "'");
 }

@@ -11,8 +11,12 @@
 // Commands travel on a ROUTER socket: a JSON request {"id","cmd","args"} and a
 // JSON reply {"id","ok","result"} or {"id","ok":false,"error":{code,message}}.
 //
-// Encode* never fails. Decode* validates every field and returns
-// INVALID_ARGUMENT naming the stream and the offending field; it never throws.
+// Encode* never fails (a non-finite double is sent as 0). Decode* validates
+// every field and returns INVALID_ARGUMENT naming the stream and the
+// offending field; it never throws. Fields added to a message after its first
+// release (DeviceOccupancy::cache_*, RequestDone::cached_tokens and
+// preemptions) may be absent and then decode as 0, so older engines and
+// stored runs still decode; present, they are checked like the others.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -39,6 +43,7 @@ inline constexpr std::string_view kTopicKernelStats = "kstats";
 inline constexpr std::string_view kTopicOccupancy = "occupancy";
 inline constexpr std::string_view kTopicExperts = "experts";
 inline constexpr std::string_view kTopicRequest = "request";
+inline constexpr std::string_view kTopicRequests = "requests";
 inline constexpr std::string_view kTopicEvent = "event";
 inline constexpr std::string_view kTopicHeartbeat = "heartbeat";
 
@@ -162,6 +167,13 @@ struct DeviceOccupancy {
   int64_t kv_bytes_total = 0;
   int64_t state_bytes_used = 0;  // state_slots_used * bytes per slot
   int64_t state_bytes_total = 0;
+  // This rank's prefix cache (zeros when it is off). Its pages and checkpoint
+  // slots are included in the *_used figures above.
+  int64_t cache_tokens = 0;         // tokens whose KV the radix tree holds
+  int cache_nodes = 0;              // tree nodes
+  int cache_slots = 0;              // checkpoint slots the tree holds (hybrid)
+  double cache_hit_rate = 0;        // hit / prompt tokens admitted over the last 100 steps
+  int64_t cache_evicted_pages = 0;  // since the run started
 };
 
 struct Occupancy {
@@ -192,12 +204,41 @@ struct RequestDone {
   int64_t ttft_us = 0;
   int64_t tpot_us = 0;  // mean time per output token after the first
   int64_t e2e_us = 0;
-  std::string finish;  // "eos" | "length"
+  std::string finish;     // "eos" | "length" | "cancelled"
+  int cached_tokens = 0;  // prompt tokens reused from the prefix cache (last admission)
+  int preemptions = 0;    // times it was retracted and recomputed
+};
+
+// One request in a Requests snapshot.
+struct RequestProgress {
+  int64_t id = 0;
+  int device = -1;        // -1 while waiting
+  int prompt_tokens = 0;  // prompt (plus, after a retraction, what it had generated)
+  int computed = 0;       // tokens folded into its KV / state
+  int generated = 0;
+  int max_new_tokens = 0;
+  int cached_tokens = 0;  // reused from the prefix cache at admission
+  int preemptions = 0;
+  int64_t arrival_us = 0;
+  int64_t first_token_us = -1;  // -1 before the first token
+};
+
+// Running and waiting requests, at most every 200 ms (not every step: the
+// lists are long and the console redraws at a few Hz). Lists are capped at
+// 256 entries each (oldest first); *_total give the real counts, and a total
+// below its list's length is refused on decode.
+struct Requests {
+  Envelope env;
+  int64_t step = 0;
+  std::vector<RequestProgress> running;
+  std::vector<RequestProgress> waiting;
+  int running_total = 0;
+  int waiting_total = 0;
 };
 
 struct Event {
   Envelope env;
-  std::string kind;     // "command" | "lifecycle" | "warning"
+  std::string kind;     // "command" | "lifecycle" | "warning" | "scheduler"
   std::string name;     // command name or lifecycle name ("start", "stop", ...)
   std::string phase;    // "received" | "done" | "failed" | "" (instant)
   std::string message;  // human-readable
@@ -215,7 +256,7 @@ struct Heartbeat {
 };
 
 using Message = std::variant<Meta, Step, Spans, KernelStats, Occupancy, ExpertLoad, RequestDone,
-                             Event, Heartbeat>;
+                             Event, Heartbeat, Requests>;
 
 struct WireMessage {
   std::string topic;
@@ -236,8 +277,8 @@ Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
 // ---- Commands ----
 
 // Known commands; the engine refuses others with NOT_FOUND.
-inline constexpr std::string_view kCommands[] = {"describe", "status", "pause",
-                                                 "resume",   "trace",  "stop"};
+inline constexpr std::string_view kCommands[] = {"describe", "status", "pause",  "resume",
+                                                 "trace",    "stop",   "cancel", "flush_cache"};
 
 struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back

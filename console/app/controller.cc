@@ -117,6 +117,9 @@ Effects Controller::HandleKey(const Key& key) {
     case Action::kViewLog:
       view_.view = View::kLog;
       break;
+    case Action::kViewRequests:
+      view_.view = View::kRequests;
+      break;
     case Action::kNextView:
       view_.view = static_cast<View>((static_cast<int>(view_.view) + 1) % kViewCount);
       break;

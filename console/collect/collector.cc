@@ -161,15 +161,29 @@ void Collector::OnMessage(const telemetry::ExpertLoad& m) {
 
 void Collector::OnMessage(const telemetry::RequestDone& m) {
   ++s_.requests_seen;
-  PushBounded(ttft_, m.ttft_us, options_.request_window);
-  // A one-token answer has no time per output token; leave it out.
+  // A one-token answer has no time per output token; leave it out. A
+  // request cancelled before its first token has no latency at all.
+  const bool answered = !(m.finish == "cancelled" && m.output_tokens == 0);
+  if (answered) PushBounded(ttft_, m.ttft_us, options_.request_window);
   if (m.output_tokens > 1) PushBounded(tpot_, m.tpot_us, options_.request_window);
+  finished_.push_back(m);
+  while (static_cast<int>(finished_.size()) > options_.finished_kept) finished_.pop_front();
+}
+
+void Collector::OnMessage(const telemetry::Requests& m) {
+  // Snapshots replace each other; an older one arriving late is ignored.
+  if (s_.have_requests && m.step < s_.requests.step) return;
+  s_.have_requests = true;
+  s_.requests = m;
 }
 
 void Collector::OnMessage(const telemetry::Event& m) {
   LogLevel level = LogLevel::kInfo;
   if (m.kind == "command") level = LogLevel::kCommand;
-  if (m.kind == "warning") level = LogLevel::kWarn;
+  // A retraction means a request lost its KV pages and recomputes: worth
+  // noticing, like a warning.
+  if (m.kind == "warning" || m.kind == "scheduler") level = LogLevel::kWarn;
+  if (m.kind == "scheduler" && m.name == "retract") ++s_.retractions;
   if (m.phase == "failed") level = LogLevel::kError;
   std::string text = m.kind + " " + m.name;
   if (!m.phase.empty()) text += " " + m.phase;
@@ -258,6 +272,7 @@ void Collector::ResetLocked() {
   buckets_.clear();
   ttft_.clear();
   tpot_.clear();
+  finished_.clear();
   expert_steps_.clear();
   next_seq_.clear();
   have_heartbeat_time_ = false;
@@ -354,6 +369,7 @@ Snapshot Collector::TakeSnapshot() const {
     }
   }
 
+  s.finished.assign(finished_.begin(), finished_.end());
   s.log.assign(log_.begin(), log_.end());
   return s;
 }

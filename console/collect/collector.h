@@ -36,6 +36,7 @@ using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
 struct CollectorOptions {
   int series_seconds = 120;      // length of the sparkline series
   int request_window = 1000;     // completed requests the percentiles cover
+  int finished_kept = 64;        // finished requests listed in the Requests view
   int expert_window_steps = 64;  // ExpertLoad messages summed for the heatmap
   size_t log_capacity = 1000;    // lines kept; older ones fall off
   // Heartbeat interval assumed before the first heartbeat announces one.
@@ -102,15 +103,17 @@ class Collector {
   void OnMessage(const telemetry::RequestDone& m);
   void OnMessage(const telemetry::Event& m);
   void OnMessage(const telemetry::Heartbeat& m);
+  void OnMessage(const telemetry::Requests& m);
   void Log(int64_t t_us, LogLevel level, std::string text);  // REQUIRES: mu_ held
   void ResetLocked();                                        // REQUIRES: mu_ held
 
   const CollectorOptions options_;
   mutable std::mutex mu_;
-  Snapshot s_;                  // GUARDED_BY(mu_): fields filled incrementally
-  std::deque<Bucket> buckets_;  // GUARDED_BY(mu_)
-  std::deque<int64_t> ttft_;    // GUARDED_BY(mu_)
-  std::deque<int64_t> tpot_;    // GUARDED_BY(mu_)
+  Snapshot s_;                                   // GUARDED_BY(mu_): fields filled incrementally
+  std::deque<Bucket> buckets_;                   // GUARDED_BY(mu_)
+  std::deque<int64_t> ttft_;                     // GUARDED_BY(mu_)
+  std::deque<int64_t> tpot_;                     // GUARDED_BY(mu_)
+  std::deque<telemetry::RequestDone> finished_;  // GUARDED_BY(mu_)
   std::deque<std::vector<std::vector<int64_t>>> expert_steps_;  // GUARDED_BY(mu_)
   std::deque<LogLine> log_;                                     // GUARDED_BY(mu_)
   std::map<std::string, uint64_t> next_seq_;                    // GUARDED_BY(mu_) per topic

@@ -103,8 +103,20 @@ struct Snapshot {
   int64_t kstats_step = -1;
   std::vector<KernelRow> top_kernels;
 
-  // KV pool per device (latest Occupancy), ordered by device.
+  // Both pools and the prefix cache per device (latest Occupancy), ordered
+  // by device. The cache_* figures are 0 when the engine runs without a
+  // prefix cache (or predates it).
   std::vector<telemetry::DeviceOccupancy> kv;
+
+  // Latest Requests message: running and waiting requests (lists capped by
+  // the engine, real counts in *_total). have_requests is false until one
+  // arrives (engines before the requests stream never send one).
+  bool have_requests = false;
+  telemetry::Requests requests;
+  // Most recent finished requests, newest last; at most
+  // CollectorOptions::finished_kept.
+  std::vector<telemetry::RequestDone> finished;
+  int64_t retractions = 0;  // scheduler "retract" events seen this run
 
   // Routed tokens summed over the last `expert_window_steps` ExpertLoad
   // messages: expert_counts[layer][expert]; per-device totals via the

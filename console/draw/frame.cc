@@ -12,7 +12,8 @@
 namespace sy::console {
 namespace {
 
-constexpr const char* kTitles[kViewCount] = {"Overview", "Kernels", "Memory", "Experts", "Log"};
+constexpr const char* kTitles[kViewCount] = {"Overview", "Kernels", "Memory",
+                                             "Experts",  "Log",     "Requests"};
 
 std::string Fixed(double v, const char* fmt) {
   char buf[32];
@@ -39,9 +40,15 @@ void DrawTabs(Grid& g, int y, const ViewState& v) {
     x = g.Put(x, y, " " + std::to_string(i + 1) + " " + kTitles[i] + " ",
               active ? theme::kBarActive : theme::kBar);
   }
-  const std::string hint = ":cmd  ?help  q quit ";
-  const int hx = g.width() - DisplayWidth(hint);
-  if (hx > x + 1) g.Put(hx, y, hint, theme::kBar);
+  // The longest hint that fits after the tabs; the command line row says
+  // "press : for commands" anyway, so ":cmd" goes first at 80 columns.
+  for (const char* hint : {":cmd  ?help  q quit ", "?help  q quit ", "?help "}) {
+    const int hx = g.width() - DisplayWidth(hint);
+    if (hx > x + 1) {
+      g.Put(hx, y, hint, theme::kBar);
+      break;
+    }
+  }
 }
 
 void DrawCommandLine(Grid& g, int y, const ViewState& v) {
@@ -200,6 +207,9 @@ Grid DrawFrame(const Snapshot& s, const ViewState& v, int width, int height) {
       break;
     case View::kLog:
       view = DrawLog(s, v, body);
+      break;
+    case View::kRequests:
+      view = DrawRequests(s, v, body);
       break;
   }
   g.Blit(view, body.x, body.y);

@@ -14,12 +14,32 @@ namespace sy::console {
 
 namespace {
 
+// The number keys that pick a view share one summary row ("1-6  views: ...")
+// so the overlay fits 80x24 with every other key and command listed.
+bool IsViewKey(const KeyBinding& b) {
+  return b.action >= Action::kViewOverview && b.action <= Action::kViewRequests;
+}
+
 std::vector<const KeyBinding*> VisibleKeys(const ViewState& v) {
   std::vector<const KeyBinding*> keys;
   for (const KeyBinding& b : KeyTable()) {
+    if (IsViewKey(b)) continue;
     if (b.scope == KeyScope::kAll || v.replay) keys.push_back(&b);
   }
   return keys;
+}
+
+std::string ViewKeysRow() {
+  std::string first, last, names;
+  for (const KeyBinding& b : KeyTable()) {
+    if (!IsViewKey(b)) continue;
+    if (first.empty()) first = std::string(b.key);
+    last = std::string(b.key);
+    std::string name(b.help);
+    if (const size_t sp = name.find(" view"); sp != std::string::npos) name.resize(sp);
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  return first + "-" + last + "      views: " + names;
 }
 
 // Two columns of keys when there is room for them.
@@ -31,7 +51,7 @@ int HelpHeight(const ViewState& v, int w) {
   const int columns = KeyColumns(w - 2);
   const int keys = static_cast<int>(VisibleKeys(v).size());
   const int key_rows = (keys + columns - 1) / columns;
-  return 2 + key_rows + 1 + static_cast<int>(CommandTable().size());
+  return 3 + key_rows + 1 + static_cast<int>(CommandTable().size());
 }
 
 Grid DrawHelp(const ViewState& v, Rect r) {
@@ -60,6 +80,7 @@ Grid DrawHelp(const ViewState& v, Rect r) {
   const int col_w = inner_w / columns;
   const int key_rows = static_cast<int>((keys.size() + columns - 1) / columns);
   int y = 1;
+  g.Put(2, y++, ViewKeysRow(), theme::kOverlayKey, right);
   for (int i = 0; i < key_rows && y < r.h - 1; ++i, ++y) {
     for (int c = 0; c < columns; ++c) {
       const size_t k = static_cast<size_t>(c * key_rows + i);

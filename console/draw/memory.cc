@@ -2,28 +2,19 @@
 // Pools"): KV cache pages of the full-attention layers and, for a model with
 // linear-attention layers, recurrent-state slots (one per running request),
 // each as a bar with used/total, percent and bytes, then totals. A model
-// without linear layers reports 0 slots and gets no slot rows at all.
+// without linear layers reports 0 slots and gets no slot rows at all. With a
+// prefix cache, each device gets a third row with the radix tree's figures
+// (its pages and checkpoint slots are already inside the bars above).
 #include <algorithm>
 #include <string>
 
+#include "console/draw/bar.h"
 #include "console/draw/format.h"
 #include "console/draw/theme.h"
 #include "console/draw/views.h"
 
 namespace sy::console {
 namespace {
-
-// "[████░░░░]" of exactly `w` columns (w >= 2).
-void Bar(Grid& g, int x, int y, int w, double fraction, Style fill) {
-  if (w < 2) return;
-  const int inner = w - 2;
-  const int full = static_cast<int>(fraction * inner + 0.5);
-  g.PutChar(x, y, U'[', theme::kDimmed);
-  for (int i = 0; i < inner; ++i) {
-    g.PutChar(x + 1 + i, y, i < full ? U'█' : U'░', i < full ? fill : theme::kDimmed);
-  }
-  g.PutChar(x + 1 + inner, y, U']', theme::kDimmed);
-}
 
 double Fraction(int64_t used, int64_t total) {
   return total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
@@ -48,7 +39,7 @@ int PoolRow(Grid& g, int y, const std::string& label, int bar_w, int64_t used, i
             int64_t bytes_used, int64_t bytes_total) {
   const double f = Fraction(used, total);
   g.Put(0, y, label, theme::kLabel);
-  Bar(g, kLabelW, y, bar_w, f, theme::ForFraction(f));
+  DrawBar(g, kLabelW, y, bar_w, f, theme::ForFraction(f));
   int x = kLabelW + bar_w;
   x = g.Put(x, y, PadLeft(std::to_string(used) + "/" + std::to_string(total), kCountW));
   x = g.Put(x, y, PadLeft(FormatPercent(f), kPercentW), theme::ForFraction(f));
@@ -65,14 +56,30 @@ std::string TotalLine(const std::string& label, int64_t used, int64_t total, con
   return s;
 }
 
+// A device runs a prefix cache when it reports anything of one; an engine
+// without one (or before it existed) reports zeros and gets no cache rows.
+bool HasCache(const telemetry::DeviceOccupancy& d) {
+  return d.cache_tokens > 0 || d.cache_nodes > 0 || d.cache_slots > 0 || d.cache_hit_rate > 0 ||
+         d.cache_evicted_pages > 0;
+}
+
+// "cache  1.2k tokens  34 nodes  2 slots  hit 42.0%  evicted 120 pages".
+std::string CacheLine(int64_t tokens, int64_t nodes, int64_t slots, bool hybrid, int64_t evicted) {
+  std::string s = FormatCount(static_cast<double>(tokens)) + " tokens  " +
+                  FormatCount(static_cast<double>(nodes)) + " nodes";
+  if (hybrid) s += "  " + std::to_string(slots) + " slots";
+  return s + "  evicted " + FormatCount(static_cast<double>(evicted)) + " pages";
+}
+
 }  // namespace
 
 Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
   Grid g(r.w, r.h);
   int y = 0;
-  bool hybrid = false;
+  bool hybrid = false, cache = false;
   int64_t page_bytes = 0, slot_bytes = 0;
   for (const auto& d : s.kv) {
+    cache = cache || HasCache(d);
     if (d.state_slots_total > 0) {
       hybrid = true;
       if (slot_bytes == 0) slot_bytes = d.state_bytes_total / d.state_slots_total;
@@ -100,12 +107,14 @@ Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
   }
 
   const int bar_w = std::max(2, g.width() - kLabelW - kTailW);
-  const int rows_per_device = hybrid ? 2 : 1;
-  // Title, blank line and the total lines (KV, slots when hybrid, queue).
-  const int footer = 2 + (hybrid ? 3 : 2);
+  const int rows_per_device = 1 + (hybrid ? 1 : 0) + (cache ? 1 : 0);
+  // Title, blank line and the total lines (KV, slots when hybrid, cache
+  // when on, queue).
+  const int footer = 2 + (hybrid ? 3 : 2) + (cache ? 1 : 0);
   const int max_devices = std::max(0, (r.h - 1 - footer) / rows_per_device);
   int64_t pages_used = 0, pages_total = 0, kv_bytes_used = 0, kv_bytes_total = 0;
   int64_t slots_used = 0, slots_total = 0, state_bytes_used = 0, state_bytes_total = 0;
+  int64_t cache_tokens = 0, cache_nodes = 0, cache_slots = 0, cache_evicted = 0;
   int shown = 0;
   for (const auto& d : s.kv) {
     pages_used += d.kv_pages_used;
@@ -116,6 +125,10 @@ Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
     slots_total += d.state_slots_total;
     state_bytes_used += d.state_bytes_used;
     state_bytes_total += d.state_bytes_total;
+    cache_tokens += d.cache_tokens;
+    cache_nodes += d.cache_nodes;
+    cache_slots += d.cache_slots;
+    cache_evicted += d.cache_evicted_pages;
     if (shown >= max_devices) continue;
     const std::string dev = "dev" + std::to_string(d.device);
     const int x = PoolRow(g, y, PadRight(dev, 6) + "KV", bar_w, d.kv_pages_used, d.kv_pages_total,
@@ -124,6 +137,14 @@ Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
     if (hybrid) {
       PoolRow(g, y++, "      slots", bar_w, d.state_slots_used, d.state_slots_total,
               d.state_bytes_used, d.state_bytes_total);
+    }
+    if (cache) {
+      const int x = g.Put(0, y, PadRight("      cache", kLabelW), theme::kLabel);
+      const int hx = g.Put(x, y, "hit " + FormatPercent(d.cache_hit_rate));
+      g.Put(hx, y++,
+            "  " + CacheLine(d.cache_tokens, d.cache_nodes, d.cache_slots, hybrid,
+                             d.cache_evicted_pages),
+            theme::kDimmed);
     }
     ++shown;
   }
@@ -137,6 +158,11 @@ Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
     g.Put(0, y++,
           TotalLine("total slots ", slots_used, slots_total, "slots", state_bytes_used,
                     state_bytes_total));
+  }
+  if (cache) {
+    g.Put(
+        0, y++,
+        "total cache " + CacheLine(cache_tokens, cache_nodes, cache_slots, hybrid, cache_evicted));
   }
   g.Put(0, y,
         "running " + std::to_string(s.cur_running) + "  waiting " + std::to_string(s.cur_waiting));

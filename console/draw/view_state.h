@@ -14,11 +14,14 @@
 
 namespace sy::console {
 
-enum class View { kOverview = 0, kKernels, kMemory, kExperts, kLog };
-inline constexpr int kViewCount = 5;
+// Tab order. Requests came after Log, so the number keys of the first five
+// stay what they were.
+enum class View { kOverview = 0, kKernels, kMemory, kExperts, kLog, kRequests };
+inline constexpr int kViewCount = 6;
 
 const char* ViewTitle(View v);  // "Overview", "Kernels", ...
-// Case-insensitive "overview" | "kernels" | "memory" | "experts" | "log".
+// Case-insensitive "overview" | "kernels" | "memory" | "experts" | "log" |
+// "requests".
 std::optional<View> ParseView(std::string_view name);
 
 struct ViewState {

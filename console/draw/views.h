@@ -21,6 +21,9 @@ Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r);
 Grid DrawMemory(const Snapshot& s, const ViewState& v, Rect r);
 Grid DrawExperts(const Snapshot& s, const ViewState& v, Rect r);
 Grid DrawLog(const Snapshot& s, const ViewState& v, Rect r);
+// Running and waiting requests of the latest `requests` snapshot with their
+// progress, then the most recent finished requests.
+Grid DrawRequests(const Snapshot& s, const ViewState& v, Rect r);
 // Every key of KeyTable() (replay keys only when v.replay) and every command.
 Grid DrawHelp(const ViewState& v, Rect r);
 // Rows DrawHelp needs at width w to show everything (border included).

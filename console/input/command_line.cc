@@ -14,6 +14,8 @@ constexpr CommandSpec kTable[] = {
     {"trace", "off|summary|full", "set the trace level (full adds per-kernel spans)", false, false},
     {"status", "", "ask the engine for its state; reply shown in the Log view", false, false},
     {"describe", "", "ask the engine for model, layout and devices", false, false},
+    {"cancel", "ID", "cancel one request (its id from the Requests view); asks y/n", false, true},
+    {"flush_cache", "", "drop every unpinned prefix-cache entry (asks y/n)", false, true},
     {"stop", "", "stop the engine (asks y/n; ':stop!' skips the question)", false, true},
     {"quit", "", "quit the console (the engine keeps running)", true, false},
     {"help", "", "show the help overlay", true, false},
@@ -68,7 +70,8 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     return InvalidArgument("unknown command '" + words[0] + "' (try: " + KnownCommands() + ")");
   }
   if (bang && !it->disruptive) {
-    return InvalidArgument("'!' only applies to stop, not to '" + name + "'");
+    return InvalidArgument("'!' only applies to cancel, flush_cache and stop, not to '" + name +
+                           "'");
   }
   ParsedCommand out;
   out.name = name;
@@ -86,6 +89,17 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     }
     out.request.args["level"] = level;
     out.text = "trace " + level;
+    return out;
+  }
+  if (name == "cancel") {
+    if (words.size() != 2) return InvalidArgument("cancel needs one request id: cancel ID");
+    const std::string& id = words[1];
+    const bool digits =
+        !id.empty() && id.size() <= 18 &&
+        std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits) return InvalidArgument("bad request id '" + id + "': expected a number");
+    out.request.args["id"] = std::stoll(id);
+    out.text = "cancel" + std::string(bang ? "!" : "") + " " + id;
     return out;
   }
   if (words.size() > 1) {

@@ -6,9 +6,10 @@ namespace {
 constexpr KeyBinding kTable[] = {
     {"1", Action::kViewOverview, KeyScope::kAll, "Overview view"},
     {"2", Action::kViewKernels, KeyScope::kAll, "Kernels view"},
-    {"3", Action::kViewMemory, KeyScope::kAll, "Memory view (KV pages)"},
+    {"3", Action::kViewMemory, KeyScope::kAll, "Memory view"},
     {"4", Action::kViewExperts, KeyScope::kAll, "Experts view"},
     {"5", Action::kViewLog, KeyScope::kAll, "Log view"},
+    {"6", Action::kViewRequests, KeyScope::kAll, "Requests view"},
     {"Tab", Action::kNextView, KeyScope::kAll, "next view"},
     {"BackTab", Action::kPrevView, KeyScope::kAll, "previous view"},
     {":", Action::kCommandLine, KeyScope::kAll, "command line"},

@@ -30,6 +30,7 @@ enum class Action {
   kViewMemory,
   kViewExperts,
   kViewLog,
+  kViewRequests,
   kNextView,
   kPrevView,
   kCommandLine,

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "engine/attention/linear_kernels.h"
 #include "engine/model/gemm.h"
@@ -14,6 +15,9 @@ using namespace linear_internal;  // NOLINT(build/namespaces): this file's own h
 
 namespace {
 constexpr int64_t kF = sizeof(float);
+
+// Tokens after which `sq` snapshots into its checkpoint slot; 0 for none.
+int CheckpointAt(const SeqRows& sq) { return sq.checkpoint_slot >= 0 ? sq.checkpoint_at : 0; }
 }  // namespace
 
 LinearAttention::LinearAttention(const ModelConfig& config, LinearAttentionOptions options)
@@ -45,6 +49,9 @@ void LinearAttention::Forward(const LinearAttnWeights& w, int state_layer, int l
 
   for (const SeqRows& sq : seqs) {
     assert(sq.state_slot >= 0 && sq.state_slot < pool->slots());
+    assert(sq.checkpoint_slot < 0 ||
+           (sq.checkpoint_slot < pool->slots() && sq.checkpoint_slot != sq.state_slot &&
+            sq.checkpoint_at >= 1 && sq.checkpoint_at <= sq.n));
     if (sq.start_pos != 0) continue;
     // A fresh sequence: the slot may hold a previous owner's state.
     float* st = pool->State(sq.state_slot, state_layer);
@@ -88,11 +95,12 @@ void LinearAttention::Forward(const LinearAttnWeights& w, int state_layer, int l
   // The core, grouped by form so a mixed step records one span per form.
   for (int pass = 0; pass < 2; ++pass) {
     const bool chunked = pass == 0;
-    int64_t n_tok = 0, n_seq = 0;
+    int64_t n_tok = 0, n_seq = 0, n_snap = 0;
     for (const SeqRows& sq : seqs) {
       if (sq.n > 0 && UsesChunked(sq) == chunked) {
         n_tok += sq.n;
         ++n_seq;
+        if (CheckpointAt(sq) > 0) ++n_snap;
       }
     }
     if (n_seq == 0) continue;
@@ -104,7 +112,7 @@ void LinearAttention::Forward(const LinearAttnWeights& w, int state_layer, int l
     const int64_t per_tok = chunked ? 2LL * nh * (3LL * d * d + 3LL * options_.chunk * d)
                                     : 2LL * nh * (kda ? 4 : 3) * d * d;
     SpanRecorder::Scope s(rec, name, layer, n_tok, n_tok * per_tok,
-                          kF * (2 * state * n_seq + n_tok * (cs + nh)));
+                          kF * (2 * state * n_seq + state * n_snap + n_tok * (cs + nh)));
     for (const SeqRows& sq : seqs) {
       if (sq.n > 0 && UsesChunked(sq) == chunked) RunCore(sq, state_layer, chunked, pool);
     }
@@ -171,6 +179,12 @@ void LinearAttention::ShortConv(const LinearAttnWeights& w, int state_layer, int
       }
       SiluInPlace(y, ch);
     }
+    // The conv state after m tokens is the last K-1 inputs before position
+    // start_pos + m: ext rows [m, m + hist).
+    if (const int m = CheckpointAt(sq); hist > 0 && m > 0) {
+      std::memcpy(pool->Conv(sq.checkpoint_slot, state_layer), ext + static_cast<size_t>(m) * ch,
+                  static_cast<size_t>(hist) * ch * kF);
+    }
     if (hist > 0)
       std::memcpy(state, ext + static_cast<size_t>(sq.n) * ch, static_cast<size_t>(hist) * ch * kF);
   }
@@ -226,25 +240,38 @@ void LinearAttention::Gates(const LinearAttnWeights& w, int tokens) {
 void LinearAttention::RunCore(const SeqRows& sq, int state_layer, bool chunked, StatePool* pool) {
   const bool kda = config_.linear_kind == AttentionKind::kKda;
   const int nh = config_.heads, d = config_.linear_head_dim, dd = nh * d, cs = 5 * dd;
-  float* base = o_.data() + static_cast<size_t>(sq.row) * cs;
   assert(sq.state_slot >= 0 && sq.state_slot < pool->slots());
   float* state = pool->State(sq.state_slot, state_layer);
+  // A checkpoint at m splits the rows into [0, m) and [m, n): the state
+  // between the two calls is exactly the state after m tokens. The second
+  // part keeps the seq's form; for the chunk-wise form it is another call
+  // whose chunks start at row m.
+  const int m = CheckpointAt(sq);
+  float* snap = m > 0 ? pool->State(sq.checkpoint_slot, state_layer) : nullptr;
+  const int split = m > 0 ? m : sq.n;
   for (int hd = 0; hd < nh; ++hd) {
-    const float* q = base + hd * d;
-    const float* k = q + dd;
-    const float* v = k + dd;
-    const float* g = v + dd;
-    float* o = base + 4 * dd + hd * d;
     float* s = state + static_cast<size_t>(hd) * d * d;
-    const float* b = beta_.data() + static_cast<size_t>(sq.row) * nh + hd;
-    if (kda && chunked) {
-      KdaChunked(q, k, v, g, b, nh, sq.n, d, cs, options_.chunk, s, o, &chunk_scratch_);
-    } else if (kda) {
-      KdaRecurrent(q, k, v, g, b, nh, sq.n, d, cs, s, o);
-    } else if (chunked) {
-      GlaChunked(q, k, v, g, sq.n, d, cs, options_.chunk, s, o, &chunk_scratch_);
-    } else {
-      GlaRecurrent(q, k, v, g, sq.n, d, cs, s, o);
+    for (const auto& [from, count] : {std::pair{0, split}, std::pair{split, sq.n - split}}) {
+      if (count == 0) continue;
+      float* base = o_.data() + static_cast<size_t>(sq.row + from) * cs + hd * d;
+      const float* q = base;
+      const float* k = q + dd;
+      const float* v = k + dd;
+      const float* g = v + dd;
+      float* o = base + 4 * dd;
+      const float* b = beta_.data() + static_cast<size_t>(sq.row + from) * nh + hd;
+      if (kda && chunked) {
+        KdaChunked(q, k, v, g, b, nh, count, d, cs, options_.chunk, s, o, &chunk_scratch_);
+      } else if (kda) {
+        KdaRecurrent(q, k, v, g, b, nh, count, d, cs, s, o);
+      } else if (chunked) {
+        GlaChunked(q, k, v, g, count, d, cs, options_.chunk, s, o, &chunk_scratch_);
+      } else {
+        GlaRecurrent(q, k, v, g, count, d, cs, s, o);
+      }
+      if (snap != nullptr && from == 0) {
+        std::memcpy(snap + static_cast<size_t>(hd) * d * d, s, static_cast<size_t>(d) * d * kF);
+      }
     }
   }
 }

@@ -45,6 +45,16 @@
 // pool may hold a previous owner's state); otherwise it continues from the
 // slot as the previous chunk or decode step left it.
 //
+// Prefix-cache checkpoints (seed 002 §2.1): a seq with checkpoint_slot >= 0
+// and checkpoint_at = m (1..n) also leaves, in this layer of checkpoint_slot,
+// the recurrent state after its first m new tokens and the conv state at that
+// point (the last K-1 pre-conv inputs before position start_pos + m). The
+// core runs over rows [0, m), the state is copied, and it continues over
+// [m, n), so the seq's own outputs and final state differ from an unsplit run
+// only by float rounding (the chunk boundaries of the second part move).
+// Every layer writes its whole layer of the checkpoint slot, so a step that
+// runs all linear layers leaves the slot fully written (nothing stale).
+//
 //   LinearAttention lin(config);
 //   lin.Forward(w.linear, state_layer, layer, xn, tokens, seqs, &state_pool, x, &recorder);
 //
@@ -77,9 +87,13 @@ class LinearAttention {
 
   // x: [tokens x H] post-norm input of this device's sequences; adds the
   // layer's output to `out` [tokens x H]. Reads and advances each seq's state
-  // slot (layer `state_layer` of `pool`). `layer` labels spans; rec may be null.
+  // slot (layer `state_layer` of `pool`), and writes each checkpointing seq's
+  // snapshot into that layer of its checkpoint_slot. `layer` labels spans;
+  // rec may be null.
   // REQUIRES: every seq has a valid state_slot; seqs' rows are disjoint and
-  // lie in [0, tokens); w holds this layer's linear weights for config.
+  // lie in [0, tokens); a seq's checkpoint_slot, if >= 0, is valid, differs
+  // from every seq's state_slot and every other checkpoint_slot, and its
+  // checkpoint_at is in [1, n]; w holds this layer's linear weights for config.
   void Forward(const LinearAttnWeights& w, int state_layer, int layer, const float* x, int tokens,
                std::span<const SeqRows> seqs, StatePool* pool, float* out, SpanRecorder* rec);
 
@@ -87,14 +101,16 @@ class LinearAttention {
   // Prefill rows of a seq take the chunk-wise form unless options force the recurrence.
   bool UsesChunked(const SeqRows& seq) const;
   // KDA: causal depthwise conv + SiLU of the raw q|k|v projections (proj_) into
-  // the core rows (o_), reading and advancing each seq's conv state.
+  // the core rows (o_), reading and advancing each seq's conv state (and
+  // snapshotting it at a seq's checkpoint).
   void ShortConv(const LinearAttnWeights& w, int state_layer, int tokens,
                  std::span<const SeqRows> seqs, StatePool* pool);
   // In place on the core rows: L2 norm (KDA) of q and k, 1/sqrt(d) of q.
   void NormalizeQk(int tokens);
   // The log-decay g from x W_f into the core rows; beta = sigmoid(x W_b) in place.
   void Gates(const LinearAttnWeights& w, int tokens);
-  // One seq's heads through the chunk-wise form or the recurrence.
+  // One seq's heads through the chunk-wise form or the recurrence, split at
+  // its checkpoint if it has one.
   void RunCore(const SeqRows& seq, int state_layer, bool chunked, StatePool* pool);
 
   const ModelConfig config_;

@@ -4,7 +4,7 @@
 // buffer, and where its history lives. Every attention kind (MHA, MLA, KDA,
 // GLA) runs over a list of these, so the device worker packs a step once and
 // each layer finds its own kind of state: page tables for full attention,
-// a state slot for linear attention.
+// a state slot (and optionally a checkpoint slot) for linear attention.
 //
 // Thread-safety: a plain value.
 #pragma once
@@ -19,6 +19,13 @@ struct SeqRows {
   int start_pos = 0;               // tokens already folded into the cache / state
   const int32_t* pages = nullptr;  // KV page table covering start_pos + n positions
   int state_slot = -1;             // recurrent-state slot (StatePool), -1 if none
+  // Prefix-cache checkpoint (linear attention only): after the first
+  // `checkpoint_at` new tokens (1..n; 0 = none), each linear layer also
+  // writes its recurrent and conv state into its layer of `checkpoint_slot`,
+  // so that slot ends the step holding the state after start_pos +
+  // checkpoint_at tokens. REQUIRES (when set): checkpoint_slot != state_slot.
+  int checkpoint_slot = -1;
+  int checkpoint_at = 0;
 };
 
 }  // namespace sy::engine

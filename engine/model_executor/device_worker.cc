@@ -88,13 +88,17 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   seq_rows_.clear();
   for (size_t i = 0; i < local.size(); ++i) {
     const SeqInput& seq = batch.seqs[local[i]];
-    seq_rows_.push_back(SeqRows{.row = row_begin_[i],
-                                .n = static_cast<int>(seq.tokens.size()),
-                                .start_pos = seq.start_pos,
-                                .pages = seq.pages.data(),
-                                .state_slot = seq.state_slot});
+    seq_rows_.push_back(SeqRows{
+        .row = row_begin_[i],
+        .n = static_cast<int>(seq.tokens.size()),
+        .start_pos = seq.start_pos,
+        .pages = seq.pages.data(),
+        .state_slot = seq.state_slot,
+        .checkpoint_slot = seq.checkpoint_slot,
+        .checkpoint_at = seq.checkpoint_slot >= 0 ? seq.checkpoint_len - seq.start_pos : 0});
   }
 
+  CopyCheckpoints(batch, local);
   Embed(batch, local, tokens);
   for (int l = 0; l < config_.layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
@@ -147,6 +151,18 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
     for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
   }
   Head(batch, local, want_logits, sink);
+}
+
+void DeviceWorker::CopyCheckpoints(const BatchInput& batch, const std::vector<int>& local) {
+  int copies = 0;
+  for (int idx : local) copies += batch.seqs[idx].state_copy_from >= 0 ? 1 : 0;
+  if (copies == 0) return;
+  SpanRecorder::Scope s(&recorder_, "state_copy", -1, /*tokens=*/0, /*flops=*/0,
+                        2LL * copies * state_pool_->slot_bytes());
+  for (int idx : local) {
+    const SeqInput& seq = batch.seqs[idx];
+    if (seq.state_copy_from >= 0) state_pool_->Copy(seq.state_copy_from, seq.state_slot);
+  }
 }
 
 void DeviceWorker::DenseMlp(int layer, const LayerWeights& w, int tokens) {

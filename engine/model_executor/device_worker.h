@@ -7,13 +7,17 @@
 // file knows nothing about threads.
 //
 // Forward for the device's sequences, in order, per step:
-//   embed -> L x [rmsnorm_attn, attention(+residual), rmsnorm_ffn, FFN(+residual)]
+//   state_copy (prefix-cache hits: StatePool::Copy of each seq's
+//   state_copy_from into its state_slot) -> embed -> L x [rmsnorm_attn, attention(+residual),
+//   rmsnorm_ffn, FFN(+residual)]
 //   -> final_norm, lm_head, sample on the last token of each sequence that needs it.
 // Attention by the layer's kind (config.attention(l)): MHA (qkv_proj, rope,
 // paged attention over K/V, o_proj), MLA (attention/mla.h, the latent KV
 // pool), KDA/GLA (attention/linear_attention.h, the recurrent-state pool).
 // FFN: EP MoE (router, dispatch, expert_ffn, combine, shared_expert) or, for
-// the first first_k_dense_replace layers, a dense SwiGLU MLP.
+// the first first_k_dense_replace layers, a dense SwiGLU MLP. A seq's
+// checkpoint_slot / checkpoint_len reach the linear layers as SeqRows'
+// checkpoint_slot / checkpoint_at (= checkpoint_len - start_pos).
 // A device with no sequences still runs every MoE layer (its collectives).
 //
 // Thread-safety: Build and Forward run on the device's own thread only; the
@@ -71,6 +75,8 @@ class DeviceWorker {
   SpanRecorder& recorder() { return recorder_; }
 
  private:
+  // Seeds each seq's state_slot from its prefix-cache checkpoint, if any.
+  void CopyCheckpoints(const BatchInput& batch, const std::vector<int>& local);
   void Embed(const BatchInput& batch, const std::vector<int>& local, int tokens);
   void Attention(int layer, const BatchInput& batch, const std::vector<int>& local, int tokens);
   void DenseMlp(int layer, const LayerWeights& w, int tokens);

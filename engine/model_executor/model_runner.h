@@ -60,9 +60,24 @@ struct SeqInput {
   int start_pos = 0;            // tokens already in the KV cache for this request
   std::vector<int32_t> pages;   // page table; covers start_pos + tokens.size() positions
   int state_slot = -1;          // recurrent-state slot on `device` (hybrid models), else -1
-  bool sample = true;           // produce a next token (false for a non-final prefill chunk)
-  float temperature = 0.0f;     // 0: greedy
-  uint64_t sample_seed = 0;     // temperature sampling RNG seed for this position
+  // Prefix cache, hybrid models only (seed 002 §2.1; -1 / 0 otherwise). The
+  // scheduler decides, the runner copies tensor contents on the device's
+  // worker before the first layer:
+  // state_copy_from: before this step, copy this slot (a prefix-cache
+  //   checkpoint on `device`, holding the state after exactly start_pos
+  //   tokens) into state_slot, which it overwrites whole; the checkpoint is
+  //   only read. REQUIRES: start_pos > 0 (a seq at 0 starts from zeros).
+  int state_copy_from = -1;
+  // checkpoint_slot: snapshot the linear-attention state after the first
+  //   `checkpoint_len` tokens of the sequence (recurrent and conv state of
+  //   every linear layer) into this slot on `device`, overwriting it whole.
+  //   The seq's own outputs and state_slot are unchanged by this (up to float
+  //   rounding). REQUIRES: start_pos < checkpoint_len <= start_pos + tokens.size().
+  int checkpoint_slot = -1;
+  int checkpoint_len = 0;
+  bool sample = true;        // produce a next token (false for a non-final prefill chunk)
+  float temperature = 0.0f;  // 0: greedy
+  uint64_t sample_seed = 0;  // temperature sampling RNG seed for this position
 };
 
 struct BatchInput {
@@ -91,8 +106,15 @@ class ModelRunner {
 
   // INVALID_ARGUMENT if a seq names a bad device, a token outside the vocab,
   // a page table too short for its positions, or (hybrid models) no valid
-  // state slot; nothing is written then. A seq with start_pos == 0 starts
-  // from a zeroed state slot.
+  // state slot; or if its prefix-cache fields are wrong: state_copy_from or
+  // checkpoint_slot set on a model without linear layers, outside the
+  // device's slots, equal to its state_slot or to each other,
+  // state_copy_from with start_pos == 0, checkpoint_len outside
+  // (start_pos, start_pos + tokens.size()] or set without a checkpoint_slot;
+  // or if, on one device, a slot is written by two seqs (state_slot or
+  // checkpoint_slot) or a copy source is written in the same step. Nothing
+  // is written then. A seq with start_pos == 0 starts from a zeroed state
+  // slot; one with state_copy_from from a copy of that slot.
   virtual Result<StepOutput> Step(const BatchInput& batch, TraceLevel level) = 0;
 
   // Full next-token logits of the last token of each seq (for tests and

@@ -40,6 +40,13 @@ void StatePool::Zero(int slot) {
   std::fill(p, p + slot_floats_, 0.0f);
 }
 
+void StatePool::Copy(int src, int dst) {
+  assert(src >= 0 && src < options_.slots && dst >= 0 && dst < options_.slots);
+  if (src == dst) return;
+  const float* from = &storage_[static_cast<size_t>(src) * slot_floats_];
+  std::copy(from, from + slot_floats_, &storage_[static_cast<size_t>(dst) * slot_floats_]);
+}
+
 size_t StatePool::Offset(int slot, int layer) const {
   assert(slot >= 0 && slot < options_.slots && layer >= 0 && layer < options_.layers);
   return static_cast<size_t>(slot) * slot_floats_ + static_cast<size_t>(layer) * layer_floats_;

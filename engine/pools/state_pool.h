@@ -13,16 +13,21 @@
 //                   .conv_floats = 3 * 3 * 256});
 //   int slot = pool.Allocate().value();
 //   pool.Zero(slot);                        // a fresh slot is zeroed before use
+//   pool.Copy(checkpoint, slot);            // ...or seeded from a prefix checkpoint
 //   float* s = pool.State(slot, /*layer=*/2);
 //   pool.Free(slot);
 //
 // Invariant: a slot handed out by Allocate holds whatever its last owner left;
-// the model zeroes it when a sequence starts at position 0 (Zero), so stale
-// state can never leak between requests.
+// before a sequence uses it, the model either zeroes it (a sequence starting
+// at position 0) or overwrites it whole with Copy from a prefix-cache
+// checkpoint slot (seed 002 §2.1 "Keeping Checkpoints Clean"), so stale state
+// can never leak between requests. A checkpoint slot is an ordinary slot that
+// holds the state after exactly L tokens of some prefix; who owns it (the
+// prefix cache) is outside this class.
 //
 // Thread-safety: Allocate/Free/counters on the scheduler thread between
-// steps; State/Conv/Zero on the owning device's worker during a step. A step
-// is a barrier, so the two never overlap.
+// steps; State/Conv/Zero/Copy on the owning device's worker during a step. A
+// step is a barrier, so the two never overlap.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +57,10 @@ class StatePool {
   void Free(int slot);
   // Zeroes every layer's recurrent and conv state of `slot`.
   void Zero(int slot);
+  // Copies every layer's recurrent and conv state of slot `src` into slot
+  // `dst` (bit-exact; `src` is not modified). src == dst is a no-op.
+  // REQUIRES: 0 <= src, dst < slots().
+  void Copy(int src, int dst);
 
   float* State(int slot, int layer);
   const float* State(int slot, int layer) const;

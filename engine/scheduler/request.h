@@ -15,6 +15,13 @@
 // pages and its state slot (computed = 0): it is recomputed later by
 // prefilling prompt+generated from position 0, which starts from a zeroed slot.
 //
+// With the prefix cache (engine/prefix_cache), admission may start a request
+// at computed = cached_len > 0: pages[0, cached_len / page_size) are then the
+// tree's pages (shared, read-only, pinned by the lock on cache_node), and for
+// a hybrid model the first step copies the tree's checkpoint (state_copy_from)
+// into the request's own working slot. Later pages are the request's own
+// until they are published to the tree.
+//
 // Times are microseconds since the run's epoch (the caller's clock), so tests
 // can inject them.
 //
@@ -28,9 +35,9 @@
 namespace sy::engine {
 
 enum class RequestState { kWaiting, kRunning, kFinished };
-enum class FinishReason { kNone, kEos, kLength };
+enum class FinishReason { kNone, kEos, kLength, kCancelled };
 
-// "eos" | "length" | "" : the wire names of RequestDone.finish.
+// "eos" | "length" | "cancelled" | "" : the wire names of RequestDone.finish.
 std::string_view FinishReasonName(FinishReason reason);
 
 // What a client asks for.
@@ -57,6 +64,14 @@ struct Request {
   std::vector<int32_t> generated;
   int computed = 0;  // tokens with K/V in `pages`
   int preemptions = 0;
+
+  // Prefix cache bookkeeping (scheduler-private; see the header comment).
+  int cached_len = 0;        // leading tokens whose pages the tree owns
+  int32_t cache_node = -1;   // RadixCache node locked for them; -1: none
+  int state_copy_from = -1;  // checkpoint slot to copy into state_slot at the next step
+  int ckpt_slot = -1;        // own slot receiving checkpoints (hybrid), not yet published
+  int ckpt_len = 0;          // tokens of the state in ckpt_slot; 0: none yet
+  int cache_hit_tokens = 0;  // prompt tokens reused at the last admission
 
   int64_t arrival_us = 0;
   int64_t first_token_us = -1;  // -1 until the first token is sampled

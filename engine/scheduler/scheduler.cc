@@ -14,6 +14,8 @@ std::string_view FinishReasonName(FinishReason reason) {
       return "eos";
     case FinishReason::kLength:
       return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
     case FinishReason::kNone:
       break;
   }
@@ -55,26 +57,66 @@ Scheduler::Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools
   assert(state_pools_.empty() || state_pools_.size() == pools_.size());
   page_size_ = pools_.front()->page_size();
   for ([[maybe_unused]] KvPool* p : pools_) assert(p->page_size() == page_size_);
+  hit_tokens_.assign(pools_.size(), 0);
+  query_tokens_.assign(pools_.size(), 0);
+  if (!options_.prefix_cache) return;
+  for (int d = 0; d < devices(); ++d) {
+    const bool state = needs_slot(d);
+    caches_.push_back(std::make_unique<RadixCache>(
+        RadixCacheOptions{.page_size = page_size_, .needs_state = state}, pools_[d],
+        state ? state_pools_[d] : nullptr));
+  }
 }
 
 Scheduler::~Scheduler() {
-  for (auto& r : running_) Release(r.get());
+  // Unpins every node before the caches (declared earlier) free the tree.
+  for (auto& r : running_) Release(r.get(), /*publish=*/false);
 }
 
 bool Scheduler::needs_slot(int device) const {
   return !state_pools_.empty() && state_pools_[device]->options().layers > 0;
 }
 
-void Scheduler::Release(Request* r) {
-  pools_[r->device]->Free(r->pages);
+void Scheduler::Release(Request* r, bool publish) {
+  const int d = r->device;
+  if (publish && prefix_cache()) {
+    if (needs_slot(d)) {
+      if (r->ckpt_slot >= 0 && r->ckpt_len > r->cached_len) Publish(r, r->ckpt_len, true);
+    } else {
+      const int len = r->computed / page_size_ * page_size_;
+      if (len > r->cached_len) Publish(r, len, false);
+    }
+  }
+  // Pages past the tree-owned prefix are the request's own.
+  const std::vector<int32_t> own(r->pages.begin() + r->cached_len / page_size_, r->pages.end());
+  pools_[d]->Free(own);
   r->pages.clear();
-  if (r->state_slot >= 0) state_pools_[r->device]->Free(r->state_slot);
+  if (r->cache_node >= 0) caches_[d]->Unlock(r->cache_node);
+  r->cache_node = -1;
+  r->cached_len = 0;
+  r->state_copy_from = -1;
+  if (r->state_slot >= 0) state_pools_[d]->Free(r->state_slot);
   r->state_slot = -1;
+  if (r->ckpt_slot >= 0) state_pools_[d]->Free(r->ckpt_slot);
+  r->ckpt_slot = -1;
+  r->ckpt_len = 0;
 }
 
 int Scheduler::running_on(int device) const {
   return static_cast<int>(std::count_if(running_.begin(), running_.end(),
                                         [device](const auto& r) { return r->device == device; }));
+}
+
+std::vector<const Request*> Scheduler::running_requests() const {
+  std::vector<const Request*> out;
+  for (const auto& r : running_) out.push_back(r.get());
+  return out;
+}
+
+std::vector<const Request*> Scheduler::waiting_requests() const {
+  std::vector<const Request*> out;
+  for (const auto& r : waiting_) out.push_back(r.get());
+  return out;
 }
 
 Result<int64_t> Scheduler::Submit(RequestSpec spec, int64_t arrival_us) {
@@ -119,22 +161,11 @@ Result<int64_t> Scheduler::Submit(RequestSpec spec, int64_t arrival_us) {
   return waiting_.back()->id;
 }
 
-int Scheduler::PickDevice() const {
-  int best = -1;
-  for (int d = 0; d < devices(); ++d) {
-    if (needs_slot(d) && state_pools_[d]->free_slots() == 0) continue;
-    if (best < 0) {
-      best = d;
-      continue;
-    }
-    const int fd = pools_[d]->free_pages(), fb = pools_[best]->free_pages();
-    if (fd > fb || (fd == fb && running_on(d) < running_on(best))) best = d;
-  }
-  return best;
-}
-
 void Scheduler::Preempt(Request* r) {
-  Release(r);
+  last_plan_.retracted.push_back({.id = r->id, .device = r->device, .computed = r->computed});
+  // Its computed prefix goes to the cache, unpinned: evicted next if pages
+  // are still short, or a hit when the request comes back.
+  Release(r, /*publish=*/true);
   r->computed = 0;
   r->device = -1;
   r->state = RequestState::kWaiting;
@@ -154,6 +185,9 @@ bool Scheduler::EnsurePages(Request* r, int positions) {
   if (need <= 0) return true;
   KvPool* pool = pools_[r->device];
   while (pool->free_pages() < need) {
+    if (prefix_cache() && caches_[r->device]->EvictPages(need) > 0 && pool->free_pages() >= need) {
+      break;
+    }
     // Newest running request on this device; admission order makes it the last.
     Request* victim = nullptr;
     for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
@@ -174,6 +208,8 @@ bool Scheduler::EnsurePages(Request* r, int positions) {
 }
 
 void Scheduler::AddSeq(BatchInput* batch, Request* req, int n) {
+  const bool decode = !req->in_prefill();
+  const int ckpt = PlanCheckpoint(req, n);
   const Request& r = *req;
   SeqInput s;
   s.request_id = r.id;
@@ -183,10 +219,15 @@ void Scheduler::AddSeq(BatchInput* batch, Request* req, int n) {
   for (int p = r.computed; p < r.computed + n; ++p) s.tokens.push_back(r.token_at(p));
   s.pages = r.pages;
   s.state_slot = r.state_slot;
+  s.state_copy_from = r.state_copy_from;
+  if (ckpt > 0 && needs_slot(r.device)) {
+    s.checkpoint_slot = r.ckpt_slot;
+    s.checkpoint_len = ckpt;
+  }
   s.sample = r.computed + n == r.total_len();
   s.temperature = r.spec.temperature;
   s.sample_seed = MixSeed(r.spec.seed, static_cast<uint64_t>(r.computed + n));
-  planned_.push_back({req, n, s.sample});
+  planned_.push_back({req, n, s.sample, ckpt, decode});
   batch->seqs.push_back(std::move(s));
 }
 
@@ -222,25 +263,15 @@ BatchInput Scheduler::Plan() {
   while (last_plan_.preempted == 0 && budget > 0 && !waiting_.empty() &&
          running() < options_.max_running) {
     Request* r = waiting_.front().get();
-    const int d = PickDevice();
-    if (d < 0) break;  // every device's state slots are taken
-    KvPool* pool = pools_[d];
-    const int need = KvPool::PagesFor(r->total_len(), page_size_);
-    const bool alone = running_on(d) == 0;
-    if (pool->free_pages() - need < (alone ? 0 : options_.admission_reserve_pages)) break;
-    r->device = d;
-    const Status s = pool->Allocate(need, &r->pages);
-    assert(s.ok());
-    s.IgnoreError();
-    if (needs_slot(d)) {
-      Result<int> slot = state_pools_[d]->Allocate();
-      assert(slot.ok());  // PickDevice saw a free slot
-      r->state_slot = slot.ok() ? *slot : -1;
-    }
+    Placement p = PickDevice(*r);
+    if (p.device < 0) break;  // no device can hold it now: it blocks the queue
+    Admit(r, std::move(p));
     r->state = RequestState::kRunning;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
     ++last_plan_.admitted;
+    last_plan_.cache_hit_tokens += r->cache_hit_tokens;
+    last_plan_.cache_query_tokens += r->total_len();
     const int n = std::min(budget, r->total_len() - r->computed);
     AddSeq(&batch, r, n);
     budget -= n;
@@ -272,6 +303,8 @@ Result<std::vector<Request>> Scheduler::Commit(const StepOutput& out, int64_t no
   for (const Planned& p : planned_) {
     Request* r = p.request;
     r->computed += p.tokens;
+    r->state_copy_from = -1;  // copied by this step
+    if (p.ckpt_len > 0) CommitCheckpoint(r, p.ckpt_len, p.decode);
     if (!p.sample) continue;
     const int32_t token = out.outputs[&p - planned_.data()].next_token;
     r->generated.push_back(token);
@@ -284,19 +317,45 @@ Result<std::vector<Request>> Scheduler::Commit(const StepOutput& out, int64_t no
       r->finish = FinishReason::kLength;
     }
     if (r->finish == FinishReason::kNone) continue;
-    r->finish_us = now_us;
-    r->state = RequestState::kFinished;
-    Release(r);
-    auto it =
-        std::find_if(running_.begin(), running_.end(), [r](const auto& q) { return q.get() == r; });
-    assert(it != running_.end());
-    finished.push_back(std::move(**it));
-    running_.erase(it);
-    ++finished_total_;
+    finished.push_back(Retire(r, r->finish, now_us));
   }
   planned_.clear();
   ++step_;
   return finished;
+}
+
+Request Scheduler::Retire(Request* r, FinishReason why, int64_t now_us) {
+  r->finish = why;
+  r->finish_us = now_us;
+  r->state = RequestState::kFinished;
+  Release(r, /*publish=*/true);
+  auto it =
+      std::find_if(running_.begin(), running_.end(), [r](const auto& q) { return q.get() == r; });
+  assert(it != running_.end());
+  Request done = std::move(**it);
+  running_.erase(it);
+  ++finished_total_;
+  return done;
+}
+
+Result<Request> Scheduler::Cancel(int64_t id, int64_t now_us) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id != id) continue;
+    Request done = std::move(**it);
+    waiting_.erase(it);
+    done.finish = FinishReason::kCancelled;
+    done.finish_us = now_us;
+    done.state = RequestState::kFinished;
+    ++finished_total_;
+    ++cancelled_total_;
+    return done;
+  }
+  for (auto& r : running_) {
+    if (r->id != id) continue;
+    ++cancelled_total_;
+    return Retire(r.get(), FinishReason::kCancelled, now_us);
+  }
+  return NotFound("request " + std::to_string(id) + " is not waiting or running");
 }
 
 }  // namespace sy::engine

@@ -37,6 +37,25 @@
 //      candidate lacks pages, the head of the queue blocks the rest (no
 //      overtaking, so no starvation). Admission is skipped in a step that
 //      preempted.
+// Prefix cache (options.prefix_cache; engine/prefix_cache/radix_cache.h), one
+// RadixCache per device, since a request can only read pages of its home
+// device:
+//   - admission matches the request's tokens against every device's tree and
+//     prefers the device with the longest hit (then the most free pages); a
+//     hit pins the node, reuses its pages and (hybrid) copies its checkpoint;
+//   - pages run short -> the tree's unlocked LRU leaves are evicted before
+//     anything is preempted; slots run short -> its LRU checkpoints;
+//   - publishing: every prefill chunk of a hybrid model snapshots the state
+//     at the last page boundary it crosses into the request's checkpoint slot
+//     (SeqInput::checkpoint_*), and Commit inserts that prefix (pages and
+//     checkpoint) into the tree; decode snapshots at each page boundary and
+//     publishes the latest one when the request finishes or is cancelled.
+//     Without linear layers the same boundaries publish pages alone.
+//   - checkpoint slots are opportunistic: taken only from slots nobody waits
+//     for, and a boundary is skipped (never waited on) when none is free.
+// The tree's pages and slots stay used after the engine drains; FlushCache()
+// returns them, after which every pool is back to its initial state.
+//
 // Plan() changes page and slot ownership and states but not `computed`;
 // Commit() advances the requests by what the step did. Plan() twice without
 // Commit() replans the same work (used when a Step fails; the runner writes
@@ -56,6 +75,7 @@
 #include "engine/model_executor/model_runner.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
+#include "engine/prefix_cache/radix_cache.h"
 #include "engine/scheduler/request.h"
 
 namespace sy::engine {
@@ -79,9 +99,19 @@ struct SchedulerOptions {
   int vocab = 260;
   // EOS token that finishes a request (tokenizer.h kEosToken).
   int32_t eos_token = 257;
+  // Reuse KV pages (and recurrent-state checkpoints) of earlier requests
+  // with the same token prefix. Off: every request prefills from position 0.
+  bool prefix_cache = true;
 
   // INVALID_ARGUMENT naming the first bad field.
   Status Validate() const;
+};
+
+// A request sent back to the queue by Plan() for lack of KV pages.
+struct Retraction {
+  int64_t id = 0;
+  int device = -1;   // where it ran
+  int computed = 0;  // tokens it had computed (to be recomputed, less any cache hit)
 };
 
 // What the last Plan() scheduled, for telemetry.
@@ -91,6 +121,16 @@ struct PlanStats {
   int batch_requests = 0;
   int preempted = 0;
   int admitted = 0;
+  int cache_hit_tokens = 0;           // prompt tokens admitted requests reused from the cache
+  int cache_query_tokens = 0;         // prompt tokens of the requests admitted
+  std::vector<Retraction> retracted;  // this plan, in order
+};
+
+// One device's prefix cache, for telemetry (zeros when the cache is off).
+struct CacheStats {
+  RadixCacheStats tree;
+  int64_t hit_tokens = 0;    // since start, this device
+  int64_t query_tokens = 0;  // since start, this device
 };
 
 class Scheduler {
@@ -121,10 +161,26 @@ class Scheduler {
   // INTERNAL (nothing applied) if `out` does not match the planned batch.
   Result<std::vector<Request>> Commit(const StepOutput& out, int64_t now_us);
 
+  // Removes a waiting or running request and returns it finished with
+  // FinishReason::kCancelled (its computed prefix is published to the cache,
+  // its pages and slots released). NOT_FOUND for an unknown or already
+  // finished id. REQUIRES: not between Plan() and its Commit().
+  Result<Request> Cancel(int64_t id, int64_t now_us);
+
+  // Evicts every unlocked node of every device's cache; returns pages freed.
+  // Once idle(), the pools are then exactly as constructed.
+  int FlushCache();
+  bool prefix_cache() const { return !caches_.empty(); }
+  CacheStats cache_stats(int device) const;
+
   int devices() const { return static_cast<int>(pools_.size()); }
   int running() const { return static_cast<int>(running_.size()); }
   int waiting() const { return static_cast<int>(waiting_.size()); }
   int running_on(int device) const;
+  // The requests themselves, for progress reports: running in admission
+  // order, waiting in queue order. Valid until the next Plan/Commit/Cancel.
+  std::vector<const Request*> running_requests() const;
+  std::vector<const Request*> waiting_requests() const;
   // True when requests on `device` hold a recurrent-state slot.
   bool needs_slot(int device) const;
   bool idle() const { return running_.empty() && waiting_.empty(); }
@@ -132,26 +188,56 @@ class Scheduler {
   int64_t finished_total() const { return finished_total_; }
   int64_t generated_total() const { return generated_total_; }
   int64_t preempted_total() const { return preempted_total_; }
+  int64_t cancelled_total() const { return cancelled_total_; }
+  int64_t cache_hit_tokens_total() const;
   const PlanStats& last_plan() const { return last_plan_; }
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  // Grows r's page table to cover `positions`; preempts on exhaustion.
-  // Returns false if r itself was preempted.
+  // Grows r's page table to cover `positions`; evicts cached pages, then
+  // preempts, on exhaustion. Returns false if r itself was preempted.
   bool EnsurePages(Request* r, int positions);
   void Preempt(Request* r);
-  // Returns r's pages and slot to its device's pools.
-  void Release(Request* r);
-  // Admission candidate: most free pages among the devices with a free slot
-  // (or needing none); -1 if every device is out of slots.
-  int PickDevice() const;
+  // Returns r's pages and slots to its device's pools; with `publish`, its
+  // computed prefix goes to the cache first.
+  void Release(Request* r, bool publish);
   // Appends r's next `n` tokens to the batch and remembers them for Commit.
   void AddSeq(BatchInput* batch, Request* r, int n);
+  // Moves r (running) out of running_ as a finished value.
+  Request Retire(Request* r, FinishReason why, int64_t now_us);
+
+  // prefix_sharing.cc: admission and the cache.
+  struct Placement {
+    int device = -1;
+    RadixCache::Match hit;
+  };
+  // Where the queue head goes: the longest hit among devices that can hold
+  // it now (evicting cached pages/slots if needed), then most free pages.
+  // The returned hit is already pinned. device -1: it must wait.
+  Placement PickDevice(const Request& r);
+  // Device d could take r now, reusing hit_pages cached pages.
+  bool Fits(const Request& r, int d, int hit_pages) const;
+  // Free pages (or slots) on device d, counting what the cache could evict.
+  int AvailablePages(int d) const;
+  int AvailableSlots(int d) const;
+  // Takes the placement: the pinned hit, pages and slot. REQUIRES the
+  // placement came from PickDevice for r in this Plan.
+  void Admit(Request* r, Placement p);
+  // The checkpoint boundary of r's next n tokens (0: none) and, for a hybrid
+  // model, makes sure r has a checkpoint slot for it (0 if it cannot have one).
+  int PlanCheckpoint(Request* r, int n);
+  // Inserts r's tokens [0, len) (pages, and the checkpoint slot when
+  // `with_slot`) into its device's cache and re-points r at the tree's pages.
+  void Publish(Request* r, int len, bool with_slot);
+  // Commit-time cache work for one planned seq.
+  void CommitCheckpoint(Request* r, int ckpt_len, bool decode);
 
   struct Planned {
     Request* request;
     int tokens;
     bool sample;
+    int ckpt_len;  // checkpoint boundary taken this step (0: none)
+    bool decode;   // a decode token (publishes at finish) vs a prefill chunk (at once)
   };
 
   SchedulerOptions options_;
@@ -163,6 +249,9 @@ class Scheduler {
   int64_t finished_total_ = 0;
   int64_t generated_total_ = 0;
   int64_t preempted_total_ = 0;
+  int64_t cancelled_total_ = 0;
+  std::vector<std::unique_ptr<RadixCache>> caches_;  // one per device, or empty (cache off)
+  std::vector<int64_t> hit_tokens_, query_tokens_;   // per device
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_;  // in admission order (oldest first)
   std::vector<Planned> planned_;                   // parallel to the last Plan's seqs

@@ -228,6 +228,14 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     }
   }
 
+  if (o.agentic_sessions > 0) {
+    for (bool cache : {true, false}) {
+      ASSIGN_OR_RETURN(CacheBenchResult a, BenchAgentic(config, o, cache));
+      report.agentic.push_back(std::move(a));
+    }
+    report.agentic_same_tokens = report.agentic[0].outputs == report.agentic[1].outputs;
+  }
+
   if (o.trace_compare) {
     ScratchDir dir;
     if (dir.error()) {
@@ -286,6 +294,34 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
       out << line;
       j["chunked_over_recurrent_" + r.prefill[i].what] = ratio;
     }
+  }
+  if (!r.agentic.empty()) {
+    out << "\nagentic     cache  sessions  requests  hit rate   seconds    req/s     tokens/s  "
+           "TTFT p50\n";
+    j["agentic"] = nlohmann::json::array();
+    for (const CacheBenchResult& a : r.agentic) {
+      std::snprintf(line, sizeof line,
+                    "            %-5s  %8d  %8d  %7.1f%%  %8.2f  %7.2f  %11.1f  %6.1fms\n",
+                    a.cache.c_str(), a.sessions, a.requests, a.hit_rate * 100, a.seconds,
+                    a.requests_per_s, a.tokens_per_s, a.ttft_p50_ms);
+      out << line;
+      j["agentic"].push_back({{"cache", a.cache},
+                              {"sessions", a.sessions},
+                              {"requests", a.requests},
+                              {"prompt_tokens", a.prompt_tokens},
+                              {"output_tokens", a.output_tokens},
+                              {"hit_rate", a.hit_rate},
+                              {"seconds", a.seconds},
+                              {"requests_per_s", a.requests_per_s},
+                              {"tokens_per_s", a.tokens_per_s},
+                              {"ttft_p50_ms", a.ttft_p50_ms}});
+    }
+    const double ratio = r.agentic[0].tokens_per_s / r.agentic[1].tokens_per_s;
+    std::snprintf(line, sizeof line, "agentic throughput cache on / off: %.2fx (%s tokens)\n",
+                  ratio, r.agentic_same_tokens ? "same" : "DIFFERENT");
+    out << line;
+    j["agentic_on_over_off"] = ratio;
+    j["agentic_same_tokens"] = r.agentic_same_tokens;
   }
   if (!r.serve.empty()) {
     out << "\nserving     trace   steps   generated   seconds    tokens/s   dropped\n";

@@ -12,6 +12,11 @@
 //       token-by-token recurrence (whole model, one step), and the same two
 //       forms of the KDA core alone at Ling3-Tiny's head shape (16 heads of
 //       128). chunked/recurrent is the chunk-wise form's speed-up.
+//   (d) the agentic workload (workload.h), served closed-loop (each session's
+//       next turn is submitted when its previous turn finishes) straight on
+//       a Scheduler and ModelRunner, with the prefix cache on and off: the
+//       hit rate, requests/s and tokens/s (prompt + output) of each, and
+//       on/off. Both runs produce the same tokens (greedy).
 //
 // Thread-safety: RunBench uses its own runners and engines; call from one thread.
 #pragma once
@@ -38,7 +43,26 @@ struct BenchOptions {
   // Off and full runs alternate this many times; the best of each counts, so
   // a noisy neighbour on a shared machine hurts both sides alike.
   int serve_repeats = 2;
-  int prefill_len = 2048;  // (c); 0 skips it
+  int prefill_len = 2048;    // (c); 0 skips it
+  int agentic_sessions = 4;  // (d); 0 skips it
+  int agentic_turns = 8;     // turns per session
+  int agentic_output = 32;   // tokens generated per turn
+};
+
+struct CacheBenchResult {
+  std::string cache;  // "on" | "off"
+  int sessions = 0;
+  int requests = 0;
+  int64_t prompt_tokens = 0;  // submitted, cached or not
+  int64_t output_tokens = 0;
+  int64_t hit_tokens = 0;  // prompt tokens reused from the cache
+  double hit_rate = 0;     // hit_tokens / prompt_tokens
+  double seconds = 0;
+  double requests_per_s = 0;
+  double tokens_per_s = 0;  // (prompt + output) / seconds
+  double ttft_p50_ms = 0;
+  // Generated tokens of every turn, [session][turn], to check on == off.
+  std::vector<std::vector<std::vector<int32_t>>> outputs;
 };
 
 struct PrefillResult {
@@ -72,8 +96,15 @@ struct BenchReport {
   std::vector<ServeResult> serve;  // empty unless trace_compare
   // tokens/s with tracing full divided by tokens/s with tracing off.
   double full_over_off = 0;
-  std::vector<PrefillResult> prefill;  // empty unless a hybrid model and prefill_len > 0
+  std::vector<PrefillResult> prefill;     // empty unless a hybrid model and prefill_len > 0
+  std::vector<CacheBenchResult> agentic;  // on, then off; empty when agentic_sessions == 0
+  bool agentic_same_tokens = false;       // on and off generated the same tokens
 };
+
+struct ModelConfig;
+// (d) on one model; bench_prefix.cc.
+Result<CacheBenchResult> BenchAgentic(const ModelConfig& config, const BenchOptions& options,
+                                      bool cache);
 
 // INVALID_ARGUMENT for bad options (unknown preset, batch < 1, ...);
 // UNAVAILABLE if the scratch ipc endpoints cannot be bound.

@@ -53,7 +53,12 @@ json PoolsJson(const std::vector<telemetry::DeviceOccupancy>& devices) {
                    {"state_slots_used", d.state_slots_used},
                    {"state_slots_total", d.state_slots_total},
                    {"state_bytes_used", d.state_bytes_used},
-                   {"state_bytes_total", d.state_bytes_total}});
+                   {"state_bytes_total", d.state_bytes_total},
+                   {"cache_tokens", d.cache_tokens},
+                   {"cache_nodes", d.cache_nodes},
+                   {"cache_slots", d.cache_slots},
+                   {"cache_hit_rate", d.cache_hit_rate},
+                   {"cache_evicted_pages", d.cache_evicted_pages}});
   }
   return out;
 }
@@ -67,6 +72,9 @@ json Engine::StatusJson() const {
           {"waiting", scheduler_->waiting()},
           {"finished", scheduler_->finished_total()},
           {"generated", scheduler_->generated_total()},
+          {"cancelled", scheduler_->cancelled_total()},
+          {"preempted", scheduler_->preempted_total()},
+          {"prefix_cache", scheduler_->prefix_cache()},
           {"trace_level", std::string(TraceLevelName(trace_level_))},
           {"dropped_total", publisher_->counters().dropped_total},
           {"uptime_us", NowUs()},
@@ -104,6 +112,10 @@ Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
     }
     return json{{"level", std::string(TraceLevelName(level))},
                 {"previous", std::string(TraceLevelName(previous))}};
+  }
+  if (cmd == "cancel") return CancelCommand(req.args);
+  if (cmd == "flush_cache") {
+    return json{{"freed_pages", scheduler_->FlushCache()}};
   }
   if (cmd == "stop") {
     stopping_ = true;

@@ -22,6 +22,12 @@ int64_t UnixMs() {
       .count();
 }
 
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string NewRunId(int64_t unix_ms) {
   std::ostringstream os;
   os << "run-" << std::hex << unix_ms << "-" << (std::random_device{}() & 0xffff);
@@ -49,6 +55,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
     RETURN_IF_ERROR(options.workload.Validate().WithContext("workload"));
   }
   if (options.idle_wait_ms < 1) return InvalidArgument("idle_wait_ms must be >= 1");
+  if (options.max_queue < 1) return InvalidArgument("max_queue must be >= 1");
 
   std::unique_ptr<Engine> e(new Engine(std::move(options)));
   const EngineOptions& o = e->options_;
@@ -67,8 +74,24 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   ASSIGN_OR_RETURN(e->publisher_,
                    telemetry::Publisher::Start(o.publisher, e->run_id_, e->runner_->epoch()));
   ASSIGN_OR_RETURN(e->control_, telemetry::ControlServer::Bind(o.control_endpoint));
+  e->hit_window_.resize(e->runner_->devices());
+  e->inbox_ = std::make_unique<RequestInbox>(o.max_queue);
+  e->metrics_ = std::make_unique<ServingMetrics>(o.model.name);
+  e->health_.last_turn_us.store(SteadyMicros());
+  if (o.http_enabled) {
+    HttpServerOptions http = o.http;
+    http.model_name = o.model.name;
+    http.max_seq = o.model.max_seq;
+    http.vocab = o.model.vocab;
+    std::shared_ptr<const Tokenizer> tok = o.tokenizer;
+    if (!tok) tok = MakeByteTokenizer();
+    ASSIGN_OR_RETURN(e->http_, HttpServer::Start(http, e->inbox_.get(), e->metrics_.get(),
+                                                 &e->health_, std::move(tok)));
+  }
   return e;
 }
+
+int Engine::http_port() const { return http_ ? http_->port() : 0; }
 
 int64_t Engine::NowUs() const {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - runner_->epoch())
@@ -164,9 +187,12 @@ Status Engine::Run() {
   spdlog::info("engine {} serving: model={} devices={} trace={} workload='{}'{}", run_id_,
                options_.model.name, runner_->devices(), TraceLevelName(trace_level_),
                BuildMeta().workload, paused_ ? " (paused)" : "");
+  if (http_)
+    spdlog::info("OpenAI-compatible API on http://{}:{}/v1", options_.http.host, http_->port());
 
   Status result;
   while (true) {
+    health_.last_turn_us.store(SteadyMicros());
     control_->Serve(handler);
     if (stop_requested_.load() && !stopping_) {
       stopping_ = true;
@@ -174,6 +200,8 @@ Status Engine::Run() {
     }
     if (stopping_) break;
     AdmitArrivals();
+    AdmitApiRequests();
+    CancelAbandoned();
     if (!paused_ && !scheduler_->idle()) {
       result = RunStep();
       if (!result.ok()) break;
@@ -186,6 +214,8 @@ Status Engine::Run() {
   }
 
   stopping_ = true;
+  health_.stopping.store(true);
+  EndStreams(Unavailable("the engine is stopping"));
   publisher_->SetState(StateName(), scheduler_->step());
   PublishEvent("lifecycle", "stop", "", result.ok() ? "engine stopped" : result.ToString(),
                {{"steps", scheduler_->step()},
@@ -207,87 +237,15 @@ Status Engine::RunStep() {
                     " failed: " + out.status().ToString());
   const int64_t end_us = NowUs();
   ASSIGN_OR_RETURN(std::vector<Request> finished, scheduler_->Commit(*out, end_us));
-  const PlanStats& plan = scheduler_->last_plan();
-
-  telemetry::Step st;
-  st.step = batch.step;
-  st.start_us = start_us;
-  st.dur_us = end_us - start_us;
-  st.prefill_tokens = plan.prefill_tokens;
-  st.decode_tokens = plan.decode_tokens;
-  st.batch_requests = plan.batch_requests;
-  st.running = scheduler_->running();
-  st.waiting = scheduler_->waiting();
-  st.finished_total = scheduler_->finished_total();
-  st.generated_total = scheduler_->generated_total();
-  publisher_->Publish(std::move(st));
-
-  telemetry::Occupancy occ;
-  occ.step = batch.step;
-  occ.devices = PoolOccupancy();
-  occ.running = scheduler_->running();
-  occ.waiting = scheduler_->waiting();
-  occ.prefill_tokens = plan.prefill_tokens;
-  occ.decode_tokens = plan.decode_tokens;
-  publisher_->Publish(std::move(occ));
-
-  telemetry::ExpertLoad load;
-  load.step = batch.step;
-  load.counts = std::move(out->expert_counts);
-  load.expert_device = runner_->expert_device();
-  publisher_->Publish(std::move(load));
-
-  if (trace_level_ != TraceLevel::kOff) {
-    telemetry::KernelStats ks;
-    ks.step = batch.step;
-    ks.kernels = Summarize(out->spans);
-    publisher_->Publish(std::move(ks));
-  }
-  if (trace_level_ == TraceLevel::kFull) {
-    telemetry::Spans sp;
-    sp.step = batch.step;
-    sp.spans = std::move(out->spans);
-    publisher_->Publish(std::move(sp));
-  }
-  for (const Request& r : finished) {
-    telemetry::RequestDone rd;
-    rd.id = r.id;
-    rd.device = r.device;
-    rd.prompt_tokens = r.prompt_len();
-    rd.output_tokens = static_cast<int>(r.generated.size());
-    rd.arrival_us = r.arrival_us;
-    rd.ttft_us = r.ttft_us();
-    rd.tpot_us = r.tpot_us();
-    rd.e2e_us = r.e2e_us();
-    rd.finish = std::string(FinishReasonName(r.finish));
-    publisher_->Publish(std::move(rd));
-  }
-  publisher_->SetState(StateName(), scheduler_->step());
+  FeedStreams(batch, *out, finished);
+  PublishAfterStep(batch, &*out, finished, start_us, end_us);
+  UpdateMetrics(*out, finished);
 
   const int64_t done_us = NowUs();
   if (first_step_us_ < 0) first_step_us_ = start_us;
   stats_.step_us += done_us - start_us;
   stats_.serving_us = done_us - first_step_us_;
   return Status::Ok();
-}
-
-std::vector<telemetry::DeviceOccupancy> Engine::PoolOccupancy() const {
-  std::vector<telemetry::DeviceOccupancy> out;
-  for (int d = 0; d < runner_->devices(); ++d) {
-    const KvPool& kv = runner_->kv_pool(d);
-    const StatePool& state = runner_->state_pool(d);
-    out.push_back({.device = d,
-                   .kv_pages_used = kv.used_pages(),
-                   .kv_pages_total = kv.num_pages(),
-                   .running = scheduler_->running_on(d),
-                   .state_slots_used = state.used_slots(),
-                   .state_slots_total = state.slots(),
-                   .kv_bytes_used = kv.used_pages() * kv.page_bytes(),
-                   .kv_bytes_total = kv.num_pages() * kv.page_bytes(),
-                   .state_bytes_used = state.used_slots() * state.slot_bytes(),
-                   .state_bytes_total = state.bytes()});
-  }
-  return out;
 }
 
 EngineStats Engine::stats() const {
@@ -297,6 +255,7 @@ EngineStats Engine::stats() const {
   s.generated = scheduler_->generated_total();
   s.dropped = publisher_->counters().dropped_total;
   s.preempted = scheduler_->preempted_total();
+  s.cancelled = scheduler_->cancelled_total();
   return s;
 }
 

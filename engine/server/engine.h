@@ -1,20 +1,25 @@
 // File: engine/server/engine.h
 //
 // Engine: the serving loop of moe-engine. It owns the ModelRunner (P device
-// threads), the Scheduler, the built-in workload, the telemetry Publisher (PUB)
-// and the ControlServer (ROUTER), and runs on the caller's thread:
+// threads), the Scheduler, the built-in workload, the telemetry Publisher
+// (PUB), the ControlServer (ROUTER) and the HTTP front end (its own threads,
+// reached only through the RequestInbox / TokenStream hand-off), and runs on
+// the caller's thread:
 //
 //   loop:  answer pending commands (never blocks)
-//          submit workload arrivals whose time has come
+//          submit workload arrivals whose time has come and HTTP requests
+//          from the inbox; cancel requests whose HTTP client went away
 //          if running and there is work: Plan -> ModelRunner::Step -> Commit,
 //            then publish step, occupancy, experts, kstats (trace >= summary),
-//            spans (trace full) and one request message per finished request
+//            spans (trace full) and one request message per finished request;
+//            hand each HTTP request its new tokens; update the metrics
 //          else: wait on the control socket for a few ms (no spinning)
 //
 //   ASSIGN_OR_RETURN(auto engine, Engine::Create(options));
 //   Status s = engine->Run();   // until `stop`, RequestStop() or the workload is done
 //
-// Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop.
+// Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop,
+// cancel, flush_cache.
 // describe and status show both memory pools of every device (KV pages and,
 // for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
@@ -28,11 +33,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
+#include "engine/entrypoints/api_request.h"
+#include "engine/entrypoints/http_server.h"
+#include "engine/entrypoints/metrics.h"
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/scheduler/scheduler.h"
@@ -64,6 +76,14 @@ struct EngineOptions {
   int idle_wait_ms = 5;
   // Empty: a fresh id from the start time and a random suffix.
   std::string run_id;
+  // The OpenAI-compatible HTTP front end; off in tests that only need ZeroMQ.
+  bool http_enabled = false;
+  HttpServerOptions http;  // model_name, max_seq and vocab are filled from `model`
+  // Waiting requests (scheduler queue plus HTTP inbox) beyond which HTTP
+  // answers 503: overload is refused at the door, not queued without bound.
+  int max_queue = 512;
+  // Detokenises HTTP responses; null: the byte-level tokenizer.
+  std::shared_ptr<const Tokenizer> tokenizer;
 };
 
 struct EngineStats {
@@ -75,6 +95,7 @@ struct EngineStats {
   int64_t step_us = 0;     // time spent inside steps (plan, forward, commit, publish)
   int64_t serving_us = 0;  // first step start to last step end
   int64_t dropped = 0;     // telemetry messages the publisher dropped
+  int64_t cancelled = 0;   // by command or by an HTTP client that went away
 };
 
 class Engine {
@@ -94,6 +115,8 @@ class Engine {
 
   EngineStats stats() const;
   const std::string& run_id() const { return run_id_; }
+  // The HTTP front end's port (0 when it is off).
+  int http_port() const;
 
  private:
   explicit Engine(EngineOptions options);
@@ -102,6 +125,25 @@ class Engine {
   void AdmitArrivals();
   std::chrono::milliseconds IdleWait() const;
   bool WorkloadExhausted() const { return !next_arrival_.has_value(); }
+
+  // api_bridge.cc: the HTTP hand-off.
+  void AdmitApiRequests();
+  void CancelAbandoned();
+  // New tokens of this step to their streams, and finished requests' ends.
+  void FeedStreams(const BatchInput& batch, const StepOutput& out,
+                   const std::vector<Request>& finished);
+  void EndStreams(const Status& why);
+  // Reports a request that left the scheduler outside a step (cancel).
+  void ReportDone(const Request& r);
+  Result<nlohmann::json> CancelCommand(const nlohmann::json& args);
+
+  // engine_telemetry.cc: what a step publishes beyond the step itself.
+  void PublishAfterStep(const BatchInput& batch, StepOutput* out,
+                        const std::vector<Request>& finished, int64_t start_us, int64_t end_us);
+  void PublishRequests(bool force);
+  void UpdateMetrics(const StepOutput& out, const std::vector<Request>& finished);
+  telemetry::RequestDone DoneMessage(const Request& r) const;
+  double WindowHitRate(int device) const;
 
   // commands.cc
   telemetry::CommandReply HandleCommand(const telemetry::CommandRequest& req);
@@ -136,6 +178,17 @@ class Engine {
   std::atomic<bool> stop_requested_{false};
   EngineStats stats_;
   int64_t first_step_us_ = -1;
+  int64_t last_requests_us_ = -1;
+  // Per device, cumulative (hit, query) prefix-cache tokens at each of the
+  // last kHitWindow steps: the window hit rate is the difference.
+  std::vector<std::deque<std::pair<int64_t, int64_t>>> hit_window_;
+
+  std::unique_ptr<RequestInbox> inbox_;
+  std::unique_ptr<ServingMetrics> metrics_;
+  EngineHealth health_;
+  std::unordered_map<int64_t, std::shared_ptr<TokenStream>> streams_;
+  // Last: stopped (its threads joined) before the inbox and metrics it reads go.
+  std::unique_ptr<HttpServer> http_;
 };
 
 }  // namespace sy::engine

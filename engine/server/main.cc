@@ -5,6 +5,7 @@
 // model tools `make-checkpoint` and `score` (model_tools.h).
 //
 //   moe-engine [serve] --model tiny --devices 4 --rate 8 --trace summary
+//   moe-engine serve --workload none --http-port 8000   # serve HTTP clients only
 //   moe-engine serve --model ckpt/             # a config.json + safetensors directory
 //   moe-engine bench --model tiny --batch 1,64 --steps 32
 //   moe-engine make-checkpoint --preset tiny-hybrid --out ckpt/
@@ -29,6 +30,8 @@
 #include "engine/server/engine.h"
 #include "engine/server/model_source.h"
 #include "engine/server/model_tools.h"
+#include "engine/server/workload_flags.h"
+#include "engine/workload/workload_file.h"
 
 namespace sy::engine {
 namespace {
@@ -40,16 +43,6 @@ std::string JoinNames(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
-}
-
-// CLI11 validator for length distributions ("32", "16-128", "lognormal:64").
-CLI::Validator LengthValidator() {
-  return CLI::Validator(
-      [](std::string& s) {
-        Result<LengthDist> d = LengthDist::Parse(s);
-        return d.ok() ? std::string() : d.status().message();
-      },
-      "LENGTH", "length");
 }
 
 // Parses; on error prints CLI11's message and returns the exit code to use.
@@ -105,23 +98,21 @@ class StopOnSignal {
 int Serve(int argc, char** argv) {
   CLI::App app{
       "moe-engine: serve a Mixture-of-Experts model over P virtual devices (expert parallel\n"
-      "MoE, data-parallel attention) with a built-in Poisson workload; telemetry on a\n"
-      "ZeroMQ PUB socket, commands on a ROUTER socket. `moe-engine serve` is the same;\n"
-      "see `moe-engine bench --help` for the throughput benchmark.",
+      "MoE, data-parallel attention) with a built-in workload (--workload) and an\n"
+      "OpenAI-compatible HTTP API (--http-port); telemetry on a ZeroMQ PUB socket, commands\n"
+      "on a ROUTER socket. `moe-engine serve` is the same; see `moe-engine bench --help`.",
       "moe-engine"};
   std::string model = "tiny", telemetry = "tcp://127.0.0.1:5555", control = "tcp://127.0.0.1:5556",
               trace = "summary", log_level = "info";
-  std::string prompt_len = "16-128", output_len = "16-128";
   int devices = 4, kv_pages = 512, state_slots = 64, max_batch_tokens = 512, max_running = 128;
   int64_t pool_memory_mb = 0;
   double state_fraction = 0.25;
   uint64_t seed = 1;
-  // 8 req/s keeps ~10 requests running on the tiny preset: a batch worth
-  // watching, well under what 2 cores serve.
-  double rate = 8.0, duration = 0;
-  int64_t requests = 0;
-  float temperature = 0;
-  bool paused = false;
+  bool paused = false, no_prefix_cache = false;
+  std::string http_host = "127.0.0.1";
+  int http_port = 8000, max_queue = 512;
+  WorkloadFlags workload;
+  std::string save_workload;
   const std::vector<std::string> presets = PresetNames();
   app.add_option("--model", model,
                  "model preset (" + JoinNames(presets) +
@@ -136,22 +127,6 @@ int Serve(int argc, char** argv) {
   app.add_option("--control", control, "ROUTER endpoint for commands")->capture_default_str();
   app.add_option("--trace", trace, "trace level")
       ->check(CLI::IsMember({"off", "summary", "full"}))
-      ->capture_default_str();
-  app.add_option("--rate", rate, "Poisson arrival rate, requests/s")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--prompt-len", prompt_len, "prompt tokens: N, MIN-MAX or lognormal:MEAN[:SIGMA]")
-      ->check(LengthValidator())
-      ->capture_default_str();
-  app.add_option("--output-len", output_len, "max new tokens: N, MIN-MAX or lognormal:MEAN[:SIGMA]")
-      ->check(LengthValidator())
-      ->capture_default_str();
-  app.add_option("--duration", duration,
-                 "seconds of arrivals, then drain and exit (0: until stopped)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--requests", requests, "requests to send, then drain and exit (0: unlimited)")
-      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--kv-pages", kv_pages, "KV cache pages per device")
       ->check(CLI::Range(1, 1 << 22))
@@ -176,8 +151,19 @@ int Serve(int argc, char** argv) {
   app.add_option("--max-running", max_running, "requests running at once (<= max-batch-tokens)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--temperature", temperature, "sampling temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
+  AddWorkloadFlags(&app, &workload);
+  app.add_option("--save-workload", save_workload,
+                 "write the workload's arrivals to this JSONL trace and exit (replay it exactly "
+                 "with --workload-file); needs a bounded workload (--requests, --duration, ...)");
+  app.add_flag("--disable-radix-cache", no_prefix_cache,
+               "turn the prefix cache off: every request prefills from position 0");
+  app.add_option("--http-host", http_host, "address of the OpenAI-compatible HTTP API")
+      ->capture_default_str();
+  app.add_option("--http-port", http_port, "port of the OpenAI-compatible HTTP API (0: off)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--max-queue", max_queue, "waiting requests beyond which the HTTP API answers 503")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_flag("--paused", paused, "start paused (resume with the `resume` command)");
   app.add_option("--log-level", log_level, "log level")
@@ -185,6 +171,11 @@ int Serve(int argc, char** argv) {
       ->capture_default_str();
   if (auto code = Parse(app, argc, argv)) return *code;
   spdlog::set_level(spdlog::level::from_str(log_level));
+  Result<WorkloadSelection> selected = ResolveWorkload(workload);
+  if (!selected.ok()) {
+    std::cerr << "moe-engine: " << selected.status().message() << "\n";
+    return kExitUsage;
+  }
 
   Result<LoadedModel> loaded = LoadModel(model);
   if (!loaded.ok()) {
@@ -203,6 +194,24 @@ int Serve(int argc, char** argv) {
     spdlog::info("pools per device: {} KV pages ({} MiB), {} state slots ({} MiB)", sz->kv_pages,
                  sz->kv_bytes >> 20, sz->state_slots, sz->state_bytes >> 20);
   }
+  if (!save_workload.empty()) {
+    WorkloadOptions w = selected->options;
+    w.tokenizer = loaded->tokenizer;
+    w.seed = seed;
+    w.max_prompt_tokens = std::min(w.max_prompt_tokens, loaded->config.max_seq - 1);
+    if (!selected->enabled || !w.Bounded()) {
+      std::cerr << "moe-engine: --save-workload needs a bounded workload (--requests, "
+                   "--duration, a single rollout or a file)\n";
+      return kExitUsage;
+    }
+    const std::vector<Arrival> arrivals = WorkloadGenerator(w).Schedule();
+    if (Status s = WriteWorkloadFile(arrivals, save_workload); !s.ok()) {
+      spdlog::error("cannot save the workload: {}", s.ToString());
+      return kExitRuntime;
+    }
+    spdlog::info("wrote {} arrivals of '{}' to {}", arrivals.size(), w.Describe(), save_workload);
+    return 0;
+  }
   EngineOptions o;
   o.model = loaded->config;
   o.runner = {.devices = devices,
@@ -210,21 +219,23 @@ int Serve(int argc, char** argv) {
               .checkpoint = loaded->checkpoint.get(),
               .kv_pages_per_device = kv_pages,
               .state_slots_per_device = state_slots};
+  o.workload = std::move(selected->options);
   o.workload.tokenizer = loaded->tokenizer;
+  o.workload.seed = seed;
+  o.workload_enabled = selected->enabled;
   o.scheduler.max_batch_tokens = max_batch_tokens;
   o.scheduler.max_running = max_running;
-  o.workload.rate = rate;
-  o.workload.prompt_len = LengthDist::Parse(prompt_len).value();
-  o.workload.output_len = LengthDist::Parse(output_len).value();
-  o.workload.duration_s = duration;
-  o.workload.max_requests = requests;
-  o.workload.temperature = temperature;
-  o.workload.seed = seed;
+  o.scheduler.prefix_cache = !no_prefix_cache;
+  o.http_enabled = http_port > 0;
+  o.http.host = http_host;
+  o.http.port = http_port;
+  o.max_queue = max_queue;
+  o.tokenizer = loaded->tokenizer;
   o.publisher.endpoint = telemetry;
   o.control_endpoint = control;
   o.trace_level = ParseTraceLevel(trace).value();
   o.start_paused = paused;
-  o.exit_when_done = duration > 0 || requests > 0;
+  o.exit_when_done = selected->enabled && selected->bounded;
 
   Result<std::unique_ptr<Engine>> engine = Engine::Create(std::move(o));
   if (!engine.ok()) {
@@ -280,6 +291,17 @@ int Bench(int argc, char** argv) {
                  "hybrid models: prompt tokens of the chunk-wise vs recurrent prefill "
                  "comparison (0: skip)")
       ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--agentic-sessions", o.agentic_sessions,
+                 "sessions of the agentic prefix-cache comparison, served closed-loop with "
+                 "the cache on and off (0: skip)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--agentic-turns", o.agentic_turns, "turns per agentic session")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--agentic-output", o.agentic_output, "tokens generated per agentic turn")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

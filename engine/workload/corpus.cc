@@ -2,10 +2,14 @@
 //
 // The built-in prompt corpus: plain English about serving systems and the
 // everyday world, so byte-level prompts look like text (letters, spaces,
-// punctuation) rather than noise.
+// punctuation) rather than noise; and TokenSource, which cuts prompts from it.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "engine/workload/scenarios.h"
 #include "engine/workload/workload.h"
 
 namespace sy::engine {
@@ -56,4 +60,57 @@ const std::vector<std::string>& CorpusSentences() {
   return kSentences;
 }
 
+namespace workload_internal {
+
+int TokenSource::Draw(const LengthDist& d) {
+  switch (d.kind) {
+    case LengthDist::Kind::kFixed:
+      return d.min;
+    case LengthDist::Kind::kUniform:
+      return std::uniform_int_distribution<int>(d.min, d.max)(rng_);
+    case LengthDist::Kind::kLogNormal: {
+      // E[X] = exp(mu + sigma^2 / 2), so mu is chosen to hit the mean.
+      const double mu = std::log(d.mean) - d.sigma * d.sigma / 2;
+      const double x = std::lognormal_distribution<double>(mu, d.sigma)(rng_);
+      return static_cast<int>(std::clamp<long long>(std::llround(x), d.min, d.max));
+    }
+  }
+  return d.min;
+}
+
+std::vector<int32_t> TokenSource::Text(int tokens, bool bos, std::string_view header) {
+  assert(tokens >= 1);
+  const auto& corpus = CorpusSentences();
+  size_t i = std::uniform_int_distribution<size_t>(0, corpus.size() - 1)(rng_);
+  std::string text(header);
+  auto extend_to = [&](size_t bytes) {
+    while (text.size() < bytes) {
+      if (text.size() > header.size()) text += ' ';
+      text += corpus[i++ % corpus.size()];
+    }
+  };
+  if (!tokenizer_) {
+    const size_t bytes = static_cast<size_t>(tokens - (bos ? 1 : 0));
+    extend_to(bytes);
+    text.resize(bytes);
+    return engine::Encode(text, bos);
+  }
+  // A subword tokenizer packs several bytes per token: encode enough text,
+  // then cut to exactly `tokens`.
+  std::vector<int32_t> out;
+  for (size_t bytes = static_cast<size_t>(tokens) * 4 + header.size();; bytes *= 2) {
+    extend_to(bytes);
+    out = tokenizer_->Encode(text, bos);
+    if (static_cast<int>(out.size()) >= tokens) break;
+  }
+  out.resize(tokens);
+  return out;
+}
+
+std::vector<int32_t> TokenSource::Encode(std::string_view text) const {
+  return tokenizer_ ? tokenizer_->Encode(text, /*add_bos=*/true)
+                    : engine::Encode(text, /*add_bos=*/true);
+}
+
+}  // namespace workload_internal
 }  // namespace sy::engine

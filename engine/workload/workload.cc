@@ -1,13 +1,20 @@
 // File: engine/workload/workload.cc
+//
+// Options (names, defaults, validation, description) and the generator, which
+// dispatches to one Scenario (scenarios.h) and applies the shared limits.
 #include "engine/workload/workload.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "engine/model/tokenizer.h"
+#include "engine/workload/scenarios.h"
+#include "engine/workload/workload_file.h"
 
 namespace sy::engine {
 namespace {
@@ -90,110 +97,212 @@ Status LengthDist::Validate() const {
   return Status::Ok();
 }
 
+namespace {
+
+constexpr std::array<std::pair<WorkloadKind, std::string_view>, 6> kKindNames = {{
+    {WorkloadKind::kPoisson, "poisson"},
+    {WorkloadKind::kBursty, "bursty"},
+    {WorkloadKind::kRollout, "rollout"},
+    {WorkloadKind::kAgentic, "agentic"},
+    {WorkloadKind::kSharedPrefix, "shared-prefix"},
+    {WorkloadKind::kFile, "file"},
+}};
+
+bool Finite(double x) { return std::isfinite(x); }
+
+// "rate must be > 0" style checks, naming the field.
+Status Positive(std::string_view field, double x) {
+  if (Finite(x) && x > 0) return Status::Ok();
+  return InvalidArgument(std::string(field) + " must be > 0");
+}
+Status NonNegative(std::string_view field, double x) {
+  if (Finite(x) && x >= 0) return Status::Ok();
+  return InvalidArgument(std::string(field) + " must be >= 0");
+}
+
+}  // namespace
+
+std::string_view WorkloadKindName(WorkloadKind kind) {
+  for (const auto& [k, name] : kKindNames) {
+    if (k == kind) return name;
+  }
+  return "?";
+}
+
+Result<WorkloadKind> ParseWorkloadKind(std::string_view name) {
+  std::string all;
+  for (const auto& [k, n] : kKindNames) {
+    if (n == name) return k;
+    all += (all.empty() ? "" : ", ") + std::string(n);
+  }
+  return InvalidArgument("unknown workload '" + std::string(name) + "' (expected " + all + ")");
+}
+
+WorkloadOptions WorkloadOptions::ForKind(WorkloadKind kind) {
+  WorkloadOptions o;
+  o.kind = kind;
+  if (kind == WorkloadKind::kAgentic) o.rate = 0.5;
+  if (kind == WorkloadKind::kRollout) {
+    o.output_len = {LengthDist::Kind::kLogNormal, 1, 2048, 256, 1.0};
+  }
+  return o;
+}
+
 Status WorkloadOptions::Validate() const {
-  if (!burst && !(rate > 0 && std::isfinite(rate))) {
-    return InvalidArgument("rate must be > 0 requests/s");
-  }
-  if (burst && max_requests <= 0) return InvalidArgument("a burst needs max_requests > 0");
-  if (!(duration_s >= 0 && std::isfinite(duration_s)))
-    return InvalidArgument("duration must be >= 0");
+  RETURN_IF_ERROR(NonNegative("duration_s", duration_s));
   if (max_requests < 0) return InvalidArgument("max_requests must be >= 0");
-  if (!(temperature >= 0 && std::isfinite(temperature))) {
-    return InvalidArgument("temperature must be >= 0");
-  }
+  RETURN_IF_ERROR(NonNegative("temperature", temperature));
   if (max_prompt_tokens < 1) return InvalidArgument("max_prompt_tokens must be >= 1");
-  if (Status s = prompt_len.Validate(); !s.ok()) return s.WithContext("prompt_len");
-  if (Status s = output_len.Validate(); !s.ok()) return s.WithContext("output_len");
+  if (burst && kind != WorkloadKind::kPoisson) {
+    return InvalidArgument("burst applies to the poisson workload only");
+  }
+  if (kind != WorkloadKind::kFile) {
+    if (Status s = output_len.Validate(); !s.ok()) return s.WithContext("output_len");
+  }
+  switch (kind) {
+    case WorkloadKind::kPoisson:
+      if (burst && max_requests <= 0) return InvalidArgument("a burst needs max_requests > 0");
+      if (!burst) RETURN_IF_ERROR(Positive("rate (requests/s)", rate));
+      break;
+    case WorkloadKind::kBursty:
+      RETURN_IF_ERROR(NonNegative("quiet_rate", quiet_rate));
+      RETURN_IF_ERROR(Positive("burst_rate", burst_rate));
+      RETURN_IF_ERROR(Positive("quiet_s", quiet_s));
+      RETURN_IF_ERROR(Positive("burst_s", burst_s));
+      break;
+    case WorkloadKind::kRollout:
+      if (rollout_size < 1) return InvalidArgument("rollout_size must be >= 1");
+      RETURN_IF_ERROR(NonNegative("rollout_interval_s", rollout_interval_s));
+      break;
+    case WorkloadKind::kAgentic:
+      RETURN_IF_ERROR(Positive("rate (sessions/s)", rate));
+      if (turns_min < 1) return InvalidArgument("turns_min must be >= 1");
+      if (turns_max < turns_min) return InvalidArgument("turns_max must be >= turns_min");
+      if (Status s = first_turn_len.Validate(); !s.ok()) return s.WithContext("first_turn_len");
+      if (append_tokens < 1) return InvalidArgument("append_tokens must be >= 1");
+      RETURN_IF_ERROR(NonNegative("think_s", think_s));
+      break;
+    case WorkloadKind::kSharedPrefix:
+      RETURN_IF_ERROR(Positive("rate (requests/s)", rate));
+      if (system_prompts < 1 || system_prompts > 10000) {
+        return InvalidArgument("system_prompts must be in [1, 10000]");
+      }
+      // "[9999] " is 7 bytes: 8 tokens with BOS keep every prompt distinct.
+      if (system_prompt_len < 8) return InvalidArgument("system_prompt_len must be >= 8");
+      break;
+    case WorkloadKind::kFile:
+      if (!trace || trace->empty()) {
+        return InvalidArgument("file: no trace loaded (LoadWorkloadFile)");
+      }
+      break;
+  }
+  if (kind == WorkloadKind::kPoisson || kind == WorkloadKind::kBursty ||
+      kind == WorkloadKind::kRollout || kind == WorkloadKind::kSharedPrefix) {
+    if (Status s = prompt_len.Validate(); !s.ok()) return s.WithContext("prompt_len");
+  }
   return Status::Ok();
 }
 
 std::string WorkloadOptions::Describe() const {
   std::ostringstream os;
-  if (burst) {
-    os << "burst";
-  } else {
-    os << "poisson " << rate << "/s";
+  switch (kind) {
+    case WorkloadKind::kPoisson:
+      if (burst) {
+        os << "burst";
+      } else {
+        os << "poisson " << rate << "/s";
+      }
+      os << " prompt=" << prompt_len.ToString();
+      break;
+    case WorkloadKind::kBursty:
+      os << "bursty quiet=" << quiet_rate << "/s for " << quiet_s << "s burst=" << burst_rate
+         << "/s for " << burst_s << "s prompt=" << prompt_len.ToString();
+      break;
+    case WorkloadKind::kRollout:
+      os << "rollout size=" << rollout_size;
+      if (rollout_interval_s > 0) {
+        os << " every=" << rollout_interval_s << "s";
+      } else {
+        os << " once";
+      }
+      os << " prompt=" << prompt_len.ToString();
+      break;
+    case WorkloadKind::kAgentic:
+      os << "agentic sessions=" << rate << "/s turns=" << turns_min << "-" << turns_max
+         << " first=" << first_turn_len.ToString() << " append=" << append_tokens
+         << " think=" << think_s << "s";
+      break;
+    case WorkloadKind::kSharedPrefix:
+      os << "shared-prefix " << rate << "/s system=" << system_prompts << "x" << system_prompt_len
+         << " question=" << prompt_len.ToString();
+      break;
+    case WorkloadKind::kFile:
+      os << "file " << file << " (" << (trace ? trace->size() : 0) << " requests)";
+      break;
   }
-  os << " prompt=" << prompt_len.ToString() << " output=" << output_len.ToString();
+  if (kind != WorkloadKind::kFile) os << " output=" << output_len.ToString();
   if (temperature > 0) os << " temperature=" << temperature;
+  if (ignore_eos) os << " ignore_eos";
   if (duration_s > 0) os << " duration=" << duration_s << "s";
   if (max_requests > 0) os << " requests=" << max_requests;
   os << " seed=" << seed;
   return os.str();
 }
 
+bool WorkloadOptions::Bounded() const {
+  return duration_s > 0 || max_requests > 0 || kind == WorkloadKind::kFile ||
+         (kind == WorkloadKind::kRollout && rollout_interval_s <= 0);
+}
+
 WorkloadGenerator::WorkloadGenerator(const WorkloadOptions& options)
-    : options_(options), rng_(options.seed) {
+    : options_(options),
+      source_(std::make_unique<workload_internal::TokenSource>(options.seed, options.tokenizer)) {
   assert(options_.Validate().ok());
+  using namespace workload_internal;
+  switch (options_.kind) {
+    case WorkloadKind::kPoisson:
+      scenario_ = MakePoisson(options_);
+      break;
+    case WorkloadKind::kBursty:
+      scenario_ = MakeBursty(options_);
+      break;
+    case WorkloadKind::kRollout:
+      scenario_ = MakeRollout(options_);
+      break;
+    case WorkloadKind::kAgentic:
+      scenario_ = MakeAgentic(options_);
+      break;
+    case WorkloadKind::kSharedPrefix:
+      scenario_ = MakeSharedPrefix(options_, *source_);
+      break;
+    case WorkloadKind::kFile:
+      scenario_ = MakeFileReplay(options_);
+      break;
+  }
 }
 
-int WorkloadGenerator::Draw(const LengthDist& d) {
-  switch (d.kind) {
-    case LengthDist::Kind::kFixed:
-      return d.min;
-    case LengthDist::Kind::kUniform:
-      return std::uniform_int_distribution<int>(d.min, d.max)(rng_);
-    case LengthDist::Kind::kLogNormal: {
-      // E[X] = exp(mu + sigma^2 / 2), so mu is chosen to hit the mean.
-      const double mu = std::log(d.mean) - d.sigma * d.sigma / 2;
-      const double x = std::lognormal_distribution<double>(mu, d.sigma)(rng_);
-      return static_cast<int>(std::clamp<long long>(std::llround(x), d.min, d.max));
-    }
-  }
-  return d.min;
-}
-
-std::vector<int32_t> WorkloadGenerator::MakePrompt(int tokens) {
-  const auto& corpus = CorpusSentences();
-  size_t i = std::uniform_int_distribution<size_t>(0, corpus.size() - 1)(rng_);
-  std::string text;
-  auto extend_to = [&](size_t bytes) {
-    while (text.size() < bytes) {
-      if (!text.empty()) text += ' ';
-      text += corpus[i++ % corpus.size()];
-    }
-  };
-  if (!options_.tokenizer) {
-    const size_t bytes = static_cast<size_t>(tokens - 1);  // Encode adds BOS
-    extend_to(bytes);
-    text.resize(bytes);
-    return Encode(text, /*add_bos=*/true);
-  }
-  // A subword tokenizer packs several bytes per token: encode enough text,
-  // then cut to exactly `tokens`.
-  std::vector<int32_t> out;
-  for (size_t bytes = static_cast<size_t>(tokens) * 4;; bytes *= 2) {
-    extend_to(bytes);
-    out = options_.tokenizer->Encode(text, /*add_bos=*/true);
-    if (static_cast<int>(out.size()) >= tokens) break;
-  }
-  out.resize(tokens);
-  return out;
-}
+WorkloadGenerator::~WorkloadGenerator() = default;
 
 std::optional<Arrival> WorkloadGenerator::Next() {
-  if (options_.max_requests > 0 && count_ >= options_.max_requests) return std::nullopt;
-  if (!options_.burst) {
-    t_s_ += std::exponential_distribution<double>(options_.rate)(rng_);
-    if (options_.duration_s > 0 && t_s_ > options_.duration_s) {
-      t_s_ = options_.duration_s;
-      return std::nullopt;
-    }
+  if (done_ || (options_.max_requests > 0 && count_ >= options_.max_requests)) {
+    done_ = true;
+    return std::nullopt;
   }
   Arrival a;
-  a.time_us = options_.burst ? 0 : static_cast<int64_t>(t_s_ * 1e6);
-  const int prompt = std::min(Draw(options_.prompt_len), options_.max_prompt_tokens);
-  a.spec.prompt = MakePrompt(prompt);
-  a.spec.max_new_tokens = Draw(options_.output_len);
   a.spec.temperature = options_.temperature;
-  a.spec.seed = rng_();
   a.spec.ignore_eos = options_.ignore_eos;
+  a.spec.seed = source_->rng()();
+  if (!scenario_->Next(*source_, &a) ||
+      (options_.duration_s > 0 && a.time_us > workload_internal::ToUs(options_.duration_s))) {
+    done_ = true;
+    return std::nullopt;
+  }
   ++count_;
   return a;
 }
 
 std::vector<Arrival> WorkloadGenerator::Schedule() {
-  assert(options_.duration_s > 0 || options_.max_requests > 0);
+  assert(options_.Bounded());
   std::vector<Arrival> all;
   while (auto a = Next()) all.push_back(std::move(*a));
   return all;

@@ -71,6 +71,10 @@ class Proc:
     """A child process that is always reaped, killed if need be."""
 
     def __init__(self, args, log_path, env=None):
+        # Engines under test serve HTTP only when a test asks for it (on a
+        # port of its own): the default port would collide between tests.
+        if args and args[0] == engine_bin() and not any(a.startswith("--http-port") for a in args):
+            args = list(args) + ["--http-port", "0"]
         self.args = args
         self.log_path = log_path
         self.log = open(log_path, "wb")

@@ -55,7 +55,7 @@ def main():
                SWITCHYARD_BUILD_DIR=harness.build_dir(), SWITCHYARD_NO_BUILD="1",
                XDG_DATA_HOME=tmp, TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8")
     tmux = Tmux(tmp)
-    cmd = f"{ROOT}/scripts/run --rate 30; echo SCRIPT-EXIT=$?; sleep 30"
+    cmd = f"{ROOT}/scripts/run --rate 30 --http-port 0; echo SCRIPT-EXIT=$?; sleep 30"
     subprocess.run(["tmux", "-S", tmux.sock, "new-session", "-d", "-s", "sy", "-x", "80",
                     "-y", "24", cmd], check=True, env=env)
     control = harness.Control(ctl)

@@ -30,11 +30,13 @@ import zmq
 
 SCHEMA_VERSION = 1
 
-# Type specs: "int" (JSON integer), "uint" (integer >= 0), "str", "bool",
-# "object" (any JSON object), ("list", spec), ("map", spec) (object whose
-# values all match spec), or a dict of field -> spec (a nested object whose
-# listed fields are all required). Extra fields are allowed: later schema
-# versions may add fields without bumping "v".
+# Type specs: "int" (JSON integer), "uint" (integer >= 0), "number" (any JSON
+# number), "str", "bool", "object" (any JSON object), ("list", spec),
+# ("map", spec) (object whose values all match spec), ("optional", spec) (a
+# field that may be absent, meaning 0, but matches spec when present), or a
+# dict of field -> spec (a nested object whose listed fields are required
+# unless optional). Extra fields are allowed: later schema versions may add
+# fields without bumping "v".
 ENVELOPE = {"v": "int", "run": "str", "seq": "uint", "t": "int"}
 
 MODEL = {
@@ -56,6 +58,15 @@ DEVICE_OCC = {
     "device": "int", "kv_pages_used": "int", "kv_pages_total": "int", "running": "int",
     "state_slots_used": "int", "state_slots_total": "int", "kv_bytes_used": "int",
     "kv_bytes_total": "int", "state_bytes_used": "int", "state_bytes_total": "int",
+    # Prefix cache; added after the first release of the message, so optional.
+    "cache_tokens": ("optional", "int"), "cache_nodes": ("optional", "int"),
+    "cache_slots": ("optional", "int"), "cache_hit_rate": ("optional", "number"),
+    "cache_evicted_pages": ("optional", "int"),
+}
+REQUEST_PROGRESS = {
+    "id": "int", "device": "int", "prompt_tokens": "int", "computed": "int",
+    "generated": "int", "max_new_tokens": "int", "cached_tokens": "int", "preemptions": "int",
+    "arrival_us": "int", "first_token_us": "int",
 }
 
 TOPICS = {
@@ -81,7 +92,12 @@ TOPICS = {
     "request": {
         "id": "int", "device": "int", "prompt_tokens": "int", "output_tokens": "int",
         "arrival_us": "int", "ttft_us": "int", "tpot_us": "int", "e2e_us": "int",
-        "finish": "str",
+        "finish": "str", "cached_tokens": ("optional", "int"),
+        "preemptions": ("optional", "int"),
+    },
+    "requests": {
+        "step": "int", "running": ("list", REQUEST_PROGRESS),
+        "waiting": ("list", REQUEST_PROGRESS), "running_total": "int", "waiting_total": "int",
     },
     "event": {"kind": "str", "name": "str", "phase": "str", "message": "str",
               "detail": "object"},
@@ -95,8 +111,8 @@ ENUMS = {
     ("meta", "layout"): {"EP", "TP"},
     ("meta", "trace_level"): {"off", "summary", "full"},
     ("heartbeat", "state"): {"running", "paused", "stopping"},
-    ("request", "finish"): {"eos", "length"},
-    ("event", "kind"): {"command", "lifecycle", "warning"},
+    ("request", "finish"): {"eos", "length", "cancelled"},
+    ("event", "kind"): {"command", "lifecycle", "warning", "scheduler"},
     ("event", "phase"): {"received", "done", "failed", ""},
 }
 
@@ -113,13 +129,15 @@ def check(value, spec, path, errors):
             return
         for key, sub in spec.items():
             where = f"{path}.{key}" if path else key
-            if key not in value:
-                errors.append(f"{where}: missing")
-            else:
+            if key in value:
                 check(value[key], sub, where, errors)
+            elif not (isinstance(sub, tuple) and sub[0] == "optional"):
+                errors.append(f"{where}: missing")
     elif isinstance(spec, tuple):
         kind, sub = spec
-        if kind == "list":
+        if kind == "optional":
+            check(value, sub, path, errors)
+        elif kind == "list":
             if not isinstance(value, list):
                 errors.append(f"{path}: expected array, got {type(value).__name__}")
                 return
@@ -137,6 +155,9 @@ def check(value, spec, path, errors):
     elif spec == "uint":
         if not is_int(value) or value < 0:
             errors.append(f"{path}: expected non-negative integer, got {value!r}")
+    elif spec == "number":
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            errors.append(f"{path}: expected number, got {value!r}")
     elif spec == "str":
         if not isinstance(value, str):
             errors.append(f"{path}: expected string, got {value!r}")
@@ -177,6 +198,11 @@ def validate(topic, body):
         if len(model["attention"]) != model["layers"]:
             errors.append(f"model.attention: {len(model['attention'])} entries for "
                           f"{model['layers']} layers")
+    if topic == "requests" and not errors:
+        for name in ("running", "waiting"):
+            if msg[f"{name}_total"] < len(msg[name]):
+                errors.append(f"{name}_total: {msg[name + '_total']} is below the "
+                              f"{len(msg[name])} entries of {name}")
     if errors:
         return None, [f"{topic}: {e}" for e in errors]
     return msg, []

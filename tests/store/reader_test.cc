@@ -13,6 +13,7 @@
 namespace sy::store {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using namespace ::sy::store::testing;
@@ -52,7 +53,7 @@ TEST(StoreReader, EveryMessageTypeRoundTripsInReplayOrder) {
     if (tel::EnvelopeOf(m).t_us == 1000) topics.emplace_back(tel::TopicOf(m));
   }
   EXPECT_THAT(topics, ElementsAre("step", "spans", "kstats", "occupancy", "experts", "request",
-                                  "event", "heartbeat"));
+                                  "event", "heartbeat", "requests"));
   // Decoding the reconstructed wire form succeeds: it is replayable as received.
   for (const auto& m : *got) {
     tel::WireMessage wire = tel::Encode(m);
@@ -136,6 +137,49 @@ TEST(StoreReader, GetMetaIsNotFoundBeforeAnyMeta) {
   EXPECT_EQ(info->spans, 2);
 }
 
+// The requests stream: parent row per snapshot, running then waiting
+// requests as children; lists come back split as they were sent.
+TEST(StoreReader, RequestsSnapshotsKeepTheirTwoLists) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  {
+    auto w = MustOpenWriter(path);
+    ASSERT_NE(w, nullptr);
+    for (const auto& m : SampleRun("q")) w->Enqueue(m);
+  }
+  EXPECT_EQ(SqlText(path, "SELECT count(*) FROM request_snapshots"), "3");
+  EXPECT_EQ(SqlText(path,
+                    "SELECT group_concat(req_id || ':' || waiting, ' ') FROM "
+                    "(SELECT req_id, waiting FROM request_progress ORDER BY snap, idx)"),
+            "7:0 5:0 9:1 11:1 12:1");
+  EXPECT_EQ(SqlText(path, "SELECT waiting_total FROM request_snapshots WHERE step = 2"), "302");
+  auto r = MustOpenReader(path);
+  ASSERT_NE(r, nullptr);
+  Result<std::vector<tel::Message>> got = r->Messages("q", kAll0, kAll1);
+  ASSERT_THAT(got, IsOk());
+  std::vector<tel::Requests> snaps;
+  for (const auto& m : *got) {
+    if (const auto* q = std::get_if<tel::Requests>(&m)) snaps.push_back(*q);
+  }
+  ASSERT_EQ(snaps.size(), 3u);
+  ASSERT_EQ(snaps[0].running.size(), 2u);
+  EXPECT_EQ(snaps[0].running[0].id, 7);
+  EXPECT_EQ(snaps[0].running[0].first_token_us, -1);
+  EXPECT_EQ(snaps[0].running[1].computed, 60);
+  ASSERT_EQ(snaps[0].waiting.size(), 1u);
+  EXPECT_EQ(snaps[0].waiting[0].device, -1);
+  EXPECT_TRUE(snaps[1].running.empty());
+  EXPECT_TRUE(snaps[1].waiting.empty());
+  EXPECT_TRUE(snaps[2].running.empty());
+  EXPECT_EQ(snaps[2].waiting.size(), 2u);
+  EXPECT_EQ(snaps[2].waiting_total, 302);
+  // Losing a child row is reported, not replayed short.
+  ASSERT_EQ(SqlText(path, "DELETE FROM request_progress WHERE req_id = 9"), "");
+  EXPECT_THAT(r->Messages("q", kAll0, kAll1),
+              StatusIs(StatusCode::kDataLoss,
+                       AllOf(HasSubstr("request_snapshots row 1"), HasSubstr("2 of its 3"))));
+}
+
 TEST(StoreReader, TimeWindowIsHalfOpen) {
   TempDir dir;
   std::string path = dir.File("runs.db");
@@ -166,7 +210,7 @@ TEST(StoreReader, TimeWindowIsHalfOpen) {
   }
   Result<std::vector<tel::Message>> one = r->Messages("w", 1000, 2000);
   ASSERT_THAT(one, IsOk());
-  EXPECT_EQ(one->size(), 8u);
+  EXPECT_EQ(one->size(), 9u);
   Result<std::vector<tel::Message>> none = r->Messages("w", 3001, 9000);
   ASSERT_THAT(none, IsOk());
   EXPECT_TRUE(none->empty());

@@ -174,7 +174,7 @@ void MakeV1Store(const std::string& path) {
             "");
 }
 
-TEST(StoreSchema, V1FileIsMigratedToV2WithZerosForTheNewColumns) {
+TEST(StoreSchema, V1FileIsMigratedToCurrentWithZerosForTheNewColumns) {
   TempDir dir;
   std::string path = dir.File("v1.db");
   MakeV1Store(path);
@@ -186,7 +186,7 @@ TEST(StoreSchema, V1FileIsMigratedToV2WithZerosForTheNewColumns) {
     ASSERT_THAT(w, IsOk());
     for (const auto& m : SampleRun("new")) (*w)->Enqueue(m);
   }
-  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
 
   Result<std::unique_ptr<Reader>> r = Reader::Open(path);
@@ -225,6 +225,8 @@ TEST(StoreSchema, V1FileIsMigratedToV2WithZerosForTheNewColumns) {
     EXPECT_EQ(d.kv_bytes_total, 0);
     EXPECT_EQ(d.state_bytes_used, 0);
     EXPECT_EQ(d.state_bytes_total, 0);
+    EXPECT_EQ(d.cache_tokens, 0);
+    EXPECT_EQ(d.cache_hit_rate, 0.0);
   }
 
   // The run written after the migration keeps every new field.
@@ -235,6 +237,76 @@ TEST(StoreSchema, V1FileIsMigratedToV2WithZerosForTheNewColumns) {
   ASSERT_THAT(new_run, IsOk());
   EXPECT_EQ(new_run->arch, "bailing_hybrid");
   EXPECT_EQ(new_run->state_slots_per_device, 8);
+}
+
+// A file as a v2 build left it: one run with an occupancy message (pools, no
+// prefix cache) and a finished request (no cached_tokens, preemptions), and
+// no request_snapshots tables.
+void MakeV2Store(const std::string& path) {
+  ASSERT_EQ(SqlExec(path, std::string(MigrationSql(1)) + "; PRAGMA user_version = 1;" +
+                              std::string(MigrationSql(2)) + "; PRAGMA user_version = 2;"),
+            "");
+  ASSERT_EQ(SqlExec(path,
+                    "INSERT INTO runs (rid, id, status, created_unix_ms, n_requests) "
+                    "VALUES (1, 'v2run', 1, 1700000000000, 1);"
+                    "INSERT INTO occupancy (id, run, seq, t_us, v, step, running, waiting, "
+                    "prefill_tokens, decode_tokens, n) VALUES (4, 1, 0, 1000, 1, 3, 2, 0, 8, 2, 1);"
+                    "INSERT INTO occupancy_devices (occ, idx, run, step, device, kv_pages_used, "
+                    "kv_pages_total, running, state_slots_used, state_slots_total, kv_bytes_used, "
+                    "kv_bytes_total, state_bytes_used, state_bytes_total) "
+                    "VALUES (4, 0, 1, 3, 0, 10, 128, 2, 2, 8, 1000, 12800, 200, 800);"
+                    "INSERT INTO requests (run, seq, t_us, v, req_id, device, prompt_tokens, "
+                    "output_tokens, arrival_us, ttft_us, tpot_us, e2e_us, finish) "
+                    "VALUES (1, 0, 1500, 1, 77, 0, 12, 5, 100, 300, 20, 400, 'eos');"),
+            "");
+}
+
+TEST(StoreSchema, V2FileGainsPrefixCacheColumnsAndRequestSnapshots) {
+  TempDir dir;
+  std::string path = dir.File("v2.db");
+  MakeV2Store(path);
+  EXPECT_THAT(Reader::Open(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("schema v2")));
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    for (const auto& m : SampleRun("v3run")) (*w)->Enqueue(m);
+  }
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(SqlText(path, "SELECT typeof(cache_hit_rate) FROM occupancy_devices WHERE occ = 4"),
+            "real");
+
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  Result<std::vector<tel::Message>> old = (*r)->Messages("v2run", 0, 100000);
+  ASSERT_THAT(old, IsOk());
+  ASSERT_EQ(old->size(), 2u);
+  const auto& occ = std::get<tel::Occupancy>((*old)[0]);
+  ASSERT_EQ(occ.devices.size(), 1u);
+  const tel::DeviceOccupancy& d = occ.devices[0];
+  EXPECT_EQ(d.kv_pages_used, 10);
+  EXPECT_EQ(d.state_bytes_total, 800);
+  EXPECT_EQ(d.cache_tokens, 0);
+  EXPECT_EQ(d.cache_nodes, 0);
+  EXPECT_EQ(d.cache_slots, 0);
+  EXPECT_EQ(d.cache_hit_rate, 0.0);
+  EXPECT_EQ(d.cache_evicted_pages, 0);
+  const auto& done = std::get<tel::RequestDone>((*old)[1]);
+  EXPECT_EQ(done.id, 77);
+  EXPECT_EQ(done.finish, "eos");
+  EXPECT_EQ(done.cached_tokens, 0);
+  EXPECT_EQ(done.preemptions, 0);
+  // What the migrated rows replay as still decodes on the wire.
+  for (const auto& m : *old) {
+    tel::WireMessage w = tel::Encode(m);
+    EXPECT_THAT(tel::Decode(w.topic, w.body), IsOk()) << w.topic;
+  }
+
+  // A run written after the migration keeps every new field and message.
+  Result<std::vector<tel::Message>> fresh = (*r)->Messages("v3run", 0, 100000);
+  ASSERT_THAT(fresh, IsOk());
+  ExpectSameMessages(*fresh, ReplayOrder(SampleRun("v3run")));
 }
 
 TEST(StoreSchema, RowsCodecRoundTripsAndRejectsTruncation) {

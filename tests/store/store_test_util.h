@@ -98,6 +98,38 @@ inline tel::Spans SampleSpans(const std::string& run, uint64_t seq, int64_t t_us
   return m;
 }
 
+inline tel::RequestProgress SampleProgress(int64_t id, int device, int computed,
+                                           int64_t first_token_us) {
+  return tel::RequestProgress{.id = id,
+                              .device = device,
+                              .prompt_tokens = 48,
+                              .computed = computed,
+                              .generated = computed > 48 ? computed - 48 : 0,
+                              .max_new_tokens = 64,
+                              .cached_tokens = device >= 0 ? 16 : 0,
+                              .preemptions = static_cast<int>(id % 3),
+                              .arrival_us = 100 * id,
+                              .first_token_us = first_token_us};
+}
+
+// Running and waiting requests as the engine lists them: a running one in
+// prefill (no first token yet) and one decoding; waiting ones on no device.
+// `shape` 0: both lists, 1: both empty, 2: only waiting, lists capped.
+inline tel::Requests SampleRequests(const std::string& run, uint64_t seq, int64_t t_us, int shape) {
+  tel::Requests m;
+  m.env = Env(run, seq, t_us);
+  m.step = static_cast<int64_t>(seq);
+  if (shape == 0) {
+    m.running = {SampleProgress(7, 1, 30, -1), SampleProgress(5, 0, 60, t_us - 300)};
+    m.waiting = {SampleProgress(9, -1, 0, -1)};
+  } else if (shape == 2) {
+    m.waiting = {SampleProgress(11, -1, 0, -1), SampleProgress(12, -1, 0, -1)};
+  }
+  m.running_total = static_cast<int>(m.running.size());
+  m.waiting_total = static_cast<int>(m.waiting.size()) + (shape == 2 ? 300 : 0);
+  return m;
+}
+
 // One run with every message type, some sharing a t_us, in arrival order.
 inline std::vector<tel::Message> SampleRun(const std::string& run) {
   std::vector<tel::Message> out;
@@ -105,6 +137,8 @@ inline std::vector<tel::Message> SampleRun(const std::string& run) {
   for (int i = 0; i < 3; ++i) {
     int64_t t = 1000 + 1000 * i;
     // Arrive in reverse topic order at equal t; replay sorts them.
+    out.push_back(SampleRequests(run, i, t, i));
+
     tel::Heartbeat hb;
     hb.env = Env(run, i, t);
     hb.interval_ms = 1000;
@@ -134,7 +168,9 @@ inline std::vector<tel::Message> SampleRun(const std::string& run) {
     rq.ttft_us = 120;
     rq.tpot_us = 15;
     rq.e2e_us = 600;
-    rq.finish = i == 1 ? "length" : "eos";
+    rq.finish = i == 1 ? "length" : (i == 2 ? "cancelled" : "eos");
+    rq.cached_tokens = 16 * i;
+    rq.preemptions = i;
     out.push_back(rq);
 
     tel::ExpertLoad el;
@@ -147,10 +183,12 @@ inline std::vector<tel::Message> SampleRun(const std::string& run) {
     tel::Occupancy oc;
     oc.env = Env(run, i, t);
     oc.step = i;
-    // Both pools; byte counts beyond 32 bits must survive.
-    oc.devices = {{0, 10 + i, 128, 3, 3, 8, (10 + i) * (int64_t{1} << 27), int64_t{128} << 27,
-                   3 * 74752, 8 * 74752},
-                  {1, 12, 128, 2, 2, 8, 12 * 20480, 128 * 20480, 2 * 74752, 8 * 74752}};
+    // Both pools and the prefix cache; byte counts beyond 32 bits must
+    // survive, and a hit rate that is not a round number.
+    oc.devices = {
+        {0, 10 + i, 128, 3, 3, 8, (10 + i) * (int64_t{1} << 27), int64_t{128} << 27, 3 * 74752,
+         8 * 74752, 160 + i, 9, 1, 0.1 * i + 1.0 / 3, 40 * i},
+        {1, 12, 128, 2, 2, 8, 12 * 20480, 128 * 20480, 2 * 74752, 8 * 74752, 0, 0, 0, 0, 0}};
     oc.running = 5;
     oc.waiting = i;
     oc.prefill_tokens = 64;

@@ -249,6 +249,32 @@ TEST(StoreWriter, ByteCapDropsBigMessagesAndCounts) {
   EXPECT_EQ(cmds->size(), 1u);
 }
 
+// A Requests snapshot weighs what its lists hold: a full one (256 running,
+// 256 waiting) does not fit where a short one does.
+TEST(StoreWriter, RequestsSnapshotsCountTowardTheByteCap) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  {
+    WriterOptions o;
+    o.queue_max_bytes = 100 * sizeof(tel::RequestProgress);
+    o.flush_ms = kNever;
+    auto w = MustOpenWriter(path, o);
+    ASSERT_NE(w, nullptr);
+    tel::Requests big = SampleRequests("q", 0, 10, 1);
+    for (int i = 0; i < 256; ++i) {
+      big.running.push_back(SampleProgress(i, i % 2, 10, -1));
+      big.waiting.push_back(SampleProgress(1000 + i, -1, 0, -1));
+    }
+    big.running_total = big.waiting_total = 256;
+    w->Enqueue(big);
+    EXPECT_EQ(w->counters().dropped, 1);
+    w->Enqueue(SampleRequests("q", 1, 20, 0));
+    w->Flush();
+    EXPECT_EQ(w->counters().written, 1);
+  }
+  EXPECT_EQ(MessageCount(path, "q"), 1u);
+}
+
 // queue_max_bytes = 0 turns the byte cap off: only queue_capacity bounds.
 TEST(StoreWriter, ZeroByteCapMeansNoByteBound) {
   TempDir dir;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <string>
 
 #include "telemetry/control.h"
@@ -120,6 +121,21 @@ class Fixture {
       state_ = "stopping";
       return OkReply(r.id, {{"state", state_}});
     }
+    if (r.cmd == "cancel") {
+      // The fixture's requests are the ids its Requests sample lists; each
+      // can be cancelled once. Anything else is NOT_FOUND, as on the engine.
+      const json& id = r.args.contains("id") ? r.args["id"] : json();
+      if (!id.is_number_integer()) {
+        return ErrorReply(r.id, InvalidArgument("cancel: args.id must be an integer"));
+      }
+      const int64_t want = id.get<int64_t>();
+      if (want < 40 || want > 43 || !cancelled_.insert(want).second) {
+        return ErrorReply(
+            r.id, NotFound("cancel: no running or waiting request " + std::to_string(want)));
+      }
+      return OkReply(r.id, {{"id", want}, {"finish", "cancelled"}});
+    }
+    if (r.cmd == "flush_cache") return OkReply(r.id, {{"freed_pages", 12}});
     std::string known;
     for (std::string_view c : kCommands) known += (known.empty() ? "" : ", ") + std::string(c);
     return ErrorReply(r.id, NotFound("unknown command '" + r.cmd + "'; known: " + known));
@@ -140,6 +156,7 @@ class Fixture {
   Meta meta_;
   std::string state_ = "running";
   int64_t step_ = 0;
+  std::set<int64_t> cancelled_;
 };
 
 int Main(int argc, char** argv) {

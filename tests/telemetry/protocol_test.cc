@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "base/status_matchers.h"
@@ -40,8 +42,9 @@ TEST(ProtocolTest, EveryTopicRoundTrips) {
     EXPECT_EQ(EnvelopeOf(*back).run, "run-42");
     EXPECT_EQ(EnvelopeOf(*back).seq, EnvelopeOf(m).seq);
   }
-  EXPECT_THAT(topics, ::testing::ElementsAre("meta", "step", "spans", "kstats", "occupancy",
-                                             "experts", "request", "event", "heartbeat"));
+  EXPECT_THAT(topics,
+              ::testing::ElementsAre("meta", "step", "spans", "kstats", "occupancy", "experts",
+                                     "request", "event", "heartbeat", "requests"));
 }
 
 TEST(ProtocolTest, EnvelopeUsesWireNames) {
@@ -89,14 +92,21 @@ TEST(ProtocolTest, WrongSchemaVersionIsReportedAsSuch) {
   EXPECT_THAT(FromJson("meta", j), StatusIs(StatusCode::kInvalidArgument, HasSubstr("'v'")));
 }
 
-// Every top-level field of every topic is required; removing any one of them
-// must be reported by name.
+// Fields added to a message after its first release; absent, they decode as
+// 0 (OptionalFieldsDecodeAsZeroWhenAbsent).
+bool IsOptional(const std::string& topic, const std::string& key) {
+  return topic == "request" && (key == "cached_tokens" || key == "preemptions");
+}
+
+// Every other top-level field of every topic is required; removing any one of
+// them must be reported by name.
 TEST(ProtocolTest, EveryMissingFieldIsNamed) {
   int checked = 0;
   for (const Message& m : Stamped()) {
     const std::string topic(TopicOf(m));
     const json full = ToJson(m);
     for (const auto& [key, value] : full.items()) {
+      if (IsOptional(topic, key)) continue;
       json j = full;
       j.erase(key);
       EXPECT_THAT(FromJson(topic, j),
@@ -226,6 +236,141 @@ TEST(ProtocolTest, HybridPoolFieldsRoundTripAndAreChecked) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("'devices[0].state_bytes_used'")));
 }
 
+TEST(ProtocolTest, PrefixCacheAndRequestFieldsRoundTrip) {
+  std::vector<Message> msgs = Stamped();
+  json occ = ToJson(msgs[4]);
+  const json& d0 = occ["devices"][0];
+  EXPECT_EQ(d0["cache_tokens"], 96);
+  EXPECT_EQ(d0["cache_nodes"], 5);
+  EXPECT_EQ(d0["cache_slots"], 1);
+  EXPECT_EQ(d0["cache_hit_rate"], 0.375);
+  EXPECT_EQ(d0["cache_evicted_pages"], 12);
+  json req = ToJson(msgs[6]);
+  EXPECT_EQ(req["cached_tokens"], 16);
+  EXPECT_EQ(req["preemptions"], 1);
+
+  Result<Message> back = FromJson("occupancy", occ);
+  ASSERT_THAT(back.status(), IsOk());
+  const DeviceOccupancy& d = std::get<Occupancy>(*back).devices[0];
+  EXPECT_EQ(d.cache_tokens, 96);
+  EXPECT_EQ(d.cache_hit_rate, 0.375);
+  // A hit rate of exactly 1 may arrive written as an integer.
+  occ["devices"][0]["cache_hit_rate"] = 1;
+  back = FromJson("occupancy", occ);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(std::get<Occupancy>(*back).devices[0].cache_hit_rate, 1.0);
+  back = FromJson("request", req);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(std::get<RequestDone>(*back).cached_tokens, 16);
+  EXPECT_EQ(std::get<RequestDone>(*back).preemptions, 1);
+}
+
+// Older engines and stored runs lack the prefix-cache and preemption fields.
+TEST(ProtocolTest, OptionalFieldsDecodeAsZeroWhenAbsent) {
+  std::vector<Message> msgs = Stamped();
+  json occ = ToJson(msgs[4]);
+  for (const char* k :
+       {"cache_tokens", "cache_nodes", "cache_slots", "cache_hit_rate", "cache_evicted_pages"}) {
+    occ["devices"][0].erase(k);
+  }
+  Result<Message> back = FromJson("occupancy", occ);
+  ASSERT_THAT(back.status(), IsOk());
+  const DeviceOccupancy& d = std::get<Occupancy>(*back).devices[0];
+  EXPECT_EQ(d.cache_tokens, 0);
+  EXPECT_EQ(d.cache_nodes, 0);
+  EXPECT_EQ(d.cache_slots, 0);
+  EXPECT_EQ(d.cache_hit_rate, 0.0);
+  EXPECT_EQ(d.cache_evicted_pages, 0);
+  EXPECT_EQ(std::get<Occupancy>(*back).devices[1].cache_nodes, 1);
+
+  json req = ToJson(msgs[6]);
+  req.erase("cached_tokens");
+  req.erase("preemptions");
+  back = FromJson("request", req);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(std::get<RequestDone>(*back).cached_tokens, 0);
+  EXPECT_EQ(std::get<RequestDone>(*back).preemptions, 0);
+}
+
+// Optional is not lax: present, a field is checked like any other.
+TEST(ProtocolTest, OptionalFieldsAreStillTyped) {
+  std::vector<Message> msgs = Stamped();
+  json occ = ToJson(msgs[4]);
+  json j = occ;
+  j["devices"][1]["cache_hit_rate"] = "high";
+  EXPECT_THAT(FromJson("occupancy", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("'devices[1].cache_hit_rate' must be a number")));
+  j = occ;
+  j["devices"][0]["cache_nodes"] = 2.5;
+  EXPECT_THAT(FromJson("occupancy", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("'devices[0].cache_nodes' must be an integer")));
+  j = occ;
+  j["devices"][0]["cache_evicted_pages"] = nullptr;
+  EXPECT_THAT(FromJson("occupancy", j), StatusIs(StatusCode::kInvalidArgument,
+                                                 HasSubstr("'devices[0].cache_evicted_pages'")));
+  json req = ToJson(msgs[6]);
+  req["preemptions"] = -1.0;
+  EXPECT_THAT(FromJson("request", req), StatusIs(StatusCode::kInvalidArgument,
+                                                 HasSubstr("'preemptions' must be an integer")));
+}
+
+TEST(ProtocolTest, NonFiniteHitRateIsSentAsZero) {
+  Occupancy occ = std::get<Occupancy>(Stamped()[4]);
+  occ.devices[0].cache_hit_rate = std::numeric_limits<double>::quiet_NaN();
+  occ.devices[1].cache_hit_rate = std::numeric_limits<double>::infinity();
+  WireMessage w = Encode(occ);
+  Result<Message> back = Decode(w.topic, w.body);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(std::get<Occupancy>(*back).devices[0].cache_hit_rate, 0.0);
+  EXPECT_EQ(std::get<Occupancy>(*back).devices[1].cache_hit_rate, 0.0);
+}
+
+TEST(ProtocolTest, RequestsSnapshotRoundTripsAndIsChecked) {
+  const Message m = Stamped()[9];
+  ASSERT_TRUE(std::holds_alternative<Requests>(m));
+  const json full = ToJson(m);
+  EXPECT_EQ(full["running"][1]["preemptions"], 1);
+  EXPECT_EQ(full["waiting"][0]["device"], -1);
+  EXPECT_EQ(full["waiting"][0]["first_token_us"], -1);
+  Result<Message> back = FromJson("requests", full);
+  ASSERT_THAT(back.status(), IsOk());
+  const Requests& r = std::get<Requests>(*back);
+  ASSERT_EQ(r.running.size(), 2u);
+  EXPECT_EQ(r.running[0].computed, 40);
+  EXPECT_EQ(r.running[1].prompt_tokens, 36);
+  EXPECT_EQ(r.waiting_total, 3);
+
+  // Every field of a listed request is required and named with its path.
+  for (const auto& [key, value] : full["running"][0].items()) {
+    json j = full;
+    j["running"][0].erase(key);
+    EXPECT_THAT(FromJson("requests", j),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("'running[0]." + key + "'")))
+        << key;
+  }
+  json j = full;
+  j["waiting"][0]["computed"] = "none";
+  EXPECT_THAT(FromJson("requests", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("'waiting[0].computed' must be an integer")));
+  j = full;
+  j["running"] = json::object();
+  EXPECT_THAT(FromJson("requests", j),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'running' must be an array")));
+  // A total below its (capped) list contradicts itself.
+  j = full;
+  j["running_total"] = 1;
+  EXPECT_THAT(FromJson("requests", j),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'running_total' is 1"), HasSubstr("2 entries"))));
+  j = full;
+  j["waiting"] = json::array();
+  j["waiting_total"] = 0;
+  EXPECT_THAT(FromJson("requests", j), IsOk());
+}
+
 TEST(ProtocolTest, ExtraFieldsAreIgnored) {
   json j = ToJson(Stamped()[1]);
   j["added_in_a_later_build"] = {1, 2, 3};
@@ -233,6 +378,12 @@ TEST(ProtocolTest, ExtraFieldsAreIgnored) {
 }
 
 // ---- Commands ----
+
+TEST(CommandCodecTest, CancelAndFlushCacheAreKnownCommands) {
+  for (std::string_view c : {"cancel", "flush_cache"}) {
+    EXPECT_NE(std::find(std::begin(kCommands), std::end(kCommands), c), std::end(kCommands)) << c;
+  }
+}
 
 TEST(CommandCodecTest, RequestRoundTrip) {
   CommandRequest r{.id = 7, .cmd = "trace", .args = {{"level", "full"}}};

@@ -33,14 +33,21 @@ echo "fixture: telemetry=$telemetry control=$control"
 
 # spans only flow at trace level "full": the trace command (sent before
 # listening) must take effect for this to pass.
-all=meta,step,spans,kstats,occupancy,experts,request,event,heartbeat
+all=meta,step,spans,kstats,occupancy,experts,request,requests,event,heartbeat
 "$py" "$client" --telemetry "$telemetry" --control "$control" --expect-topics "$all" \
-  --seconds 20 --command status --command describe --command 'trace {"level":"full"}'
+  --seconds 20 --command status --command describe --command 'trace {"level":"full"}' \
+  --command 'cancel {"id":41}' --command flush_cache
 
 echo "--- an unknown command must make the client fail"
 if "$py" "$client" --telemetry "$telemetry" --control "$control" --expect-topics heartbeat \
   --seconds 20 --command fly; then
   echo "client exited 0 although 'fly' must be NOT_FOUND"
+  exit 1
+fi
+echo "--- cancelling a request that is not there must make the client fail (NOT_FOUND)"
+if "$py" "$client" --telemetry "$telemetry" --control "$control" --expect-topics heartbeat \
+  --seconds 20 --command 'cancel {"id":12345}'; then
+  echo "client exited 0 although cancelling request 12345 must be NOT_FOUND"
   exit 1
 fi
 echo "PASS"

@@ -121,7 +121,12 @@ inline std::vector<Message> SampleMessages() {
                                  .kv_bytes_used = 10 * 20480,
                                  .kv_bytes_total = 64 * 20480,
                                  .state_bytes_used = 2 * 74752,
-                                 .state_bytes_total = 8 * 74752},
+                                 .state_bytes_total = 8 * 74752,
+                                 .cache_tokens = 96,
+                                 .cache_nodes = 5,
+                                 .cache_slots = 1,
+                                 .cache_hit_rate = 0.375,
+                                 .cache_evicted_pages = 12},
                  DeviceOccupancy{.device = 1,
                                  .kv_pages_used = 7,
                                  .kv_pages_total = 64,
@@ -131,7 +136,12 @@ inline std::vector<Message> SampleMessages() {
                                  .kv_bytes_used = 7 * 20480,
                                  .kv_bytes_total = 64 * 20480,
                                  .state_bytes_used = 2 * 74752,
-                                 .state_bytes_total = 8 * 74752}};
+                                 .state_bytes_total = 8 * 74752,
+                                 .cache_tokens = 0,
+                                 .cache_nodes = 1,
+                                 .cache_slots = 0,
+                                 .cache_hit_rate = 0,
+                                 .cache_evicted_pages = 0}};
   occ.running = 4;
   occ.waiting = 1;
   occ.prefill_tokens = 32;
@@ -154,6 +164,8 @@ inline std::vector<Message> SampleMessages() {
   req.tpot_us = 210;
   req.e2e_us = 4050;
   req.finish = "length";
+  req.cached_tokens = 16;
+  req.preemptions = 1;
   out.push_back(req);
 
   Event ev;
@@ -172,6 +184,45 @@ inline std::vector<Message> SampleMessages() {
   hb.dropped = {{"spans", 3}};
   hb.step = 7;
   out.push_back(hb);
+
+  // Last, as in Message's alternatives. One request decoding, one in prefill
+  // after a retraction (its prompt grew by what it had generated), one
+  // waiting; the totals say the lists were capped.
+  Requests rq;
+  rq.step = 7;
+  rq.running = {RequestProgress{.id = 40,
+                                .device = 0,
+                                .prompt_tokens = 32,
+                                .computed = 40,
+                                .generated = 9,
+                                .max_new_tokens = 16,
+                                .cached_tokens = 16,
+                                .preemptions = 0,
+                                .arrival_us = 300,
+                                .first_token_us = 700},
+                RequestProgress{.id = 41,
+                                .device = 1,
+                                .prompt_tokens = 36,
+                                .computed = 20,
+                                .generated = 4,
+                                .max_new_tokens = 16,
+                                .cached_tokens = 0,
+                                .preemptions = 1,
+                                .arrival_us = 450,
+                                .first_token_us = 820}};
+  rq.waiting = {RequestProgress{.id = 43,
+                                .device = -1,
+                                .prompt_tokens = 32,
+                                .computed = 0,
+                                .generated = 0,
+                                .max_new_tokens = 16,
+                                .cached_tokens = 0,
+                                .preemptions = 0,
+                                .arrival_us = 990,
+                                .first_token_us = -1}};
+  rq.running_total = 2;
+  rq.waiting_total = 3;
+  out.push_back(rq);
   return out;
 }
 

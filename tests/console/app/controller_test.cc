@@ -79,8 +79,12 @@ TEST(ConsoleController, ViewsHelpAndQuit) {
   Press(c, "Tab");
   EXPECT_EQ(c.view().view, View::kMemory);
   Press(c, "5");
+  Press(c, "Tab");  // Requests comes after Log
+  EXPECT_EQ(c.view().view, View::kRequests);
   Press(c, "Tab");
   EXPECT_EQ(c.view().view, View::kOverview);
+  Press(c, "BackTab");
+  EXPECT_EQ(c.view().view, View::kRequests);
   Press(c, "BackTab");
   EXPECT_EQ(c.view().view, View::kLog);
   Press(c, "?");

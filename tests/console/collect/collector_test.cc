@@ -351,9 +351,11 @@ TEST(ConsoleCollector, OccupancySortedByDevice) {
   Collector c;
   telemetry::Occupancy occ;
   occ.env = Env(0, 0);
-  // Both pools per device: KV pages and recurrent-state slots, with bytes.
-  occ.devices = {{1, 10, 100, 2, 2, 8, 10 * 20480, 100 * 20480, 2 * 448512, 8 * 448512},
-                 {0, 50, 100, 3, 3, 8, 50 * 20480, 100 * 20480, 3 * 448512, 8 * 448512}};
+  // Both pools per device: KV pages and recurrent-state slots, with bytes,
+  // and the prefix cache's figures.
+  occ.devices = {
+      {1, 10, 100, 2, 2, 8, 10 * 20480, 100 * 20480, 2 * 448512, 8 * 448512, 0, 1, 0, 0.0, 0},
+      {0, 50, 100, 3, 3, 8, 50 * 20480, 100 * 20480, 3 * 448512, 8 * 448512, 640, 12, 2, 0.25, 30}};
   occ.running = 5;
   occ.waiting = 1;
   c.Consume(occ);
@@ -367,8 +369,98 @@ TEST(ConsoleCollector, OccupancySortedByDevice) {
   EXPECT_EQ(s.kv[0].kv_bytes_total, 100 * 20480);
   EXPECT_EQ(s.kv[0].state_bytes_used, 3 * 448512);
   EXPECT_EQ(s.kv[1].state_bytes_total, 8 * 448512);
+  EXPECT_EQ(s.kv[0].cache_tokens, 640);
+  EXPECT_EQ(s.kv[0].cache_nodes, 12);
+  EXPECT_EQ(s.kv[0].cache_slots, 2);
+  EXPECT_EQ(s.kv[0].cache_hit_rate, 0.25);
+  EXPECT_EQ(s.kv[0].cache_evicted_pages, 30);
+  EXPECT_EQ(s.kv[1].cache_nodes, 1);
   EXPECT_EQ(s.cur_running, 5);
   EXPECT_EQ(s.cur_waiting, 1);
+}
+
+telemetry::Requests Snap(uint64_t seq, int64_t step, std::vector<int64_t> running,
+                         int waiting_total) {
+  telemetry::Requests r;
+  r.env = Env(seq, step * 1000);
+  r.step = step;
+  for (int64_t id : running) {
+    telemetry::RequestProgress p;
+    p.id = id;
+    p.device = 0;
+    r.running.push_back(p);
+  }
+  r.running_total = static_cast<int>(running.size());
+  r.waiting_total = waiting_total;
+  return r;
+}
+
+TEST(ConsoleCollector, LatestRequestsSnapshotWins) {
+  Collector c;
+  EXPECT_FALSE(c.TakeSnapshot().have_requests);
+  c.Consume(Snap(0, 5, {1, 2}, 0));
+  c.Consume(Snap(1, 9, {2, 3, 4}, 7));
+  c.Consume(Snap(2, 8, {1}, 0));  // older step, arrived late: ignored
+  Snapshot s = c.TakeSnapshot();
+  ASSERT_TRUE(s.have_requests);
+  EXPECT_EQ(s.requests.step, 9);
+  ASSERT_EQ(s.requests.running.size(), 3u);
+  EXPECT_EQ(s.requests.running[2].id, 4);
+  EXPECT_EQ(s.requests.waiting_total, 7);
+  // A seek (Reset) forgets it, as it forgets every run state.
+  c.Reset();
+  EXPECT_FALSE(c.TakeSnapshot().have_requests);
+}
+
+TEST(ConsoleCollector, FinishedRequestsAreKeptBoundedAndCancelledHaveNoLatency) {
+  CollectorOptions o;
+  o.finished_kept = 3;
+  Collector c(o);
+  for (int i = 0; i < 5; ++i) {
+    telemetry::RequestDone d;
+    d.env = Env(i, i * kS);
+    d.id = 10 + i;
+    d.output_tokens = 4;
+    d.ttft_us = 1000 * (i + 1);
+    d.tpot_us = 100;
+    d.finish = "eos";
+    d.cached_tokens = i;
+    d.preemptions = i % 2;
+    c.Consume(d);
+  }
+  telemetry::RequestDone cancelled;
+  cancelled.env = Env(5, 5 * kS);
+  cancelled.id = 99;
+  cancelled.output_tokens = 0;  // cancelled while waiting: no first token
+  cancelled.finish = "cancelled";
+  c.Consume(cancelled);
+  const Snapshot s = c.TakeSnapshot();
+  ASSERT_EQ(s.finished.size(), 3u);
+  EXPECT_EQ(s.finished[0].id, 13);
+  EXPECT_EQ(s.finished[1].cached_tokens, 4);
+  EXPECT_EQ(s.finished[2].id, 99);
+  EXPECT_EQ(s.requests_seen, 6);
+  // Its TTFT of 0 would drag the percentiles down: only the 5 answered count.
+  EXPECT_EQ(s.ttft.count, 5);
+  EXPECT_EQ(s.ttft.p50_us, 3000);
+}
+
+TEST(ConsoleCollector, RetractionsAreWarningsAndCounted) {
+  Collector c;
+  telemetry::Event e;
+  e.env = Env(0, 3 * kS);
+  e.kind = "scheduler";
+  e.name = "retract";
+  e.message = "request 7 retracted for lack of KV pages; requeued";
+  e.detail = {{"id", 7}, {"device", 1}, {"computed", 96}};
+  c.Consume(e);
+  e.env.seq = 1;
+  c.Consume(e);
+  const Snapshot s = c.TakeSnapshot();
+  EXPECT_EQ(s.retractions, 2);
+  ASSERT_EQ(s.log.size(), 2u);
+  EXPECT_EQ(s.log[0].text, "scheduler retract: request 7 retracted for lack of KV pages; requeued");
+  EXPECT_EQ(s.log[0].level, LogLevel::kWarn);
 }
 
 TEST(ConsoleCollector, StoreCountersSurviveReset) {

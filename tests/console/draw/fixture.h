@@ -84,6 +84,49 @@ inline Snapshot FixtureSnapshot() {
            {-1, LogLevel::kCommand, "> :pause"},
            {2'000'000, LogLevel::kCommand, "command pause done: scheduler paused"},
            {-1, LogLevel::kError, "< :trace loud failed: INVALID_ARGUMENT: bad level"}};
+  // Requests view: one decoding, one in prefill after a retraction, one of
+  // three waiting; two finished, the newer cancelled before its first token.
+  auto progress = [](int64_t id, int device, int prompt, int computed, int generated, int cached,
+                     int preemptions, int64_t arrival_us) {
+    return telemetry::RequestProgress{.id = id,
+                                      .device = device,
+                                      .prompt_tokens = prompt,
+                                      .computed = computed,
+                                      .generated = generated,
+                                      .max_new_tokens = 16,
+                                      .cached_tokens = cached,
+                                      .preemptions = preemptions,
+                                      .arrival_us = arrival_us,
+                                      .first_token_us = generated > 0 ? arrival_us + 900 : -1};
+  };
+  s.have_requests = true;
+  s.requests.step = 1234;
+  s.requests.running = {progress(40, 0, 32, 40, 8, 16, 0, 58'500'000),
+                        progress(41, 1, 36, 20, 4, 0, 1, 59'250'000)};
+  s.requests.waiting = {progress(43, -1, 32, 0, 0, 0, 0, 59'990'000)};
+  s.requests.running_total = 2;
+  s.requests.waiting_total = 3;
+  s.retractions = 1;
+  telemetry::RequestDone done;
+  done.id = 38;
+  done.device = 1;
+  done.prompt_tokens = 32;
+  done.output_tokens = 16;
+  done.ttft_us = 900;
+  done.tpot_us = 210;
+  done.e2e_us = 4'050;
+  done.finish = "length";
+  done.cached_tokens = 16;
+  s.finished.push_back(done);
+  done.id = 39;
+  done.output_tokens = 0;
+  done.ttft_us = 0;
+  done.e2e_us = 1'200'000;
+  done.finish = "cancelled";
+  done.cached_tokens = 0;
+  done.preemptions = 2;
+  s.finished.push_back(done);
+
   s.received = 12'345;
   s.gaps = 0;
   s.have_store = true;
@@ -111,8 +154,28 @@ inline Snapshot HybridFixtureSnapshot() {
   return s;
 }
 
+// The fixture with a prefix cache on both devices: device 0 has reused and
+// evicted, device 1 holds a little and has not hit yet.
+inline Snapshot CacheFixtureSnapshot() {
+  Snapshot s = FixtureSnapshot();
+  s.kv[0].cache_tokens = 1500;
+  s.kv[0].cache_nodes = 34;
+  s.kv[0].cache_hit_rate = 0.42;
+  s.kv[0].cache_evicted_pages = 120;
+  s.kv[1].cache_tokens = 96;
+  s.kv[1].cache_nodes = 5;
+  return s;
+}
+
 // True when no row is wider than the grid (a Grid cannot overflow by
 // construction, but the text of each row must also not exceed it).
+// s repeated n times (bars are runs of one glyph).
+inline std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
 inline bool RowsFit(const Grid& g) {
   for (int y = 0; y < g.height(); ++y) {
     if (DisplayWidth(g.Row(y)) != g.width()) return false;

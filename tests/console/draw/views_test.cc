@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "console/draw/format.h"
 #include "console/input/command_line.h"
 #include "console/input/keymap.h"
 #include "tests/console/draw/fixture.h"
@@ -11,20 +12,17 @@
 namespace sy::console {
 namespace {
 
+using ::sy::console::testing::CacheFixtureSnapshot;
 using ::sy::console::testing::FixtureSnapshot;
 using ::sy::console::testing::HybridFixtureSnapshot;
+using ::sy::console::testing::Repeat;
 using ::sy::console::testing::RowsFit;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string Text(const Grid& g) { return g.ToString(); }
-
-std::string Repeat(const std::string& s, int n) {
-  std::string out;
-  for (int i = 0; i < n; ++i) out += s;
-  return out;
-}
 
 TEST(ConsoleDrawOverview, ShowsRatesLatencyAndRun) {
   const Grid g = DrawOverview(FixtureSnapshot(), ViewState{}, Rect{0, 2, 80, 20});
@@ -182,8 +180,38 @@ TEST(ConsoleDrawMemory, RunsRecordedWithoutBytesShowNoByteColumn) {
   EXPECT_TRUE(RowsFit(g));
 }
 
+TEST(ConsoleDrawMemory, PrefixCacheRowPerDeviceAndTotal) {
+  const Grid g = DrawMemory(CacheFixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_THAT(g.Row(1), StartsWith("dev0  KV    ["));
+  EXPECT_EQ(g.Row(2),
+            PadRight("      cache hit 42.0%  1.5k tokens  34 nodes  evicted 120 pages", 80));
+  EXPECT_THAT(g.Row(3), StartsWith("dev1  KV    ["));
+  EXPECT_THAT(g.Row(4), StartsWith("      cache hit 0.0%  96 tokens  5 nodes  evicted 0 pages  "));
+  EXPECT_THAT(g.Row(6), StartsWith("total KV    608/1024 pages"));
+  EXPECT_THAT(g.Row(7), StartsWith("total cache 1.6k tokens  39 nodes  evicted 120 pages  "));
+  EXPECT_THAT(g.Row(8), StartsWith("running 8  waiting 2  "));
+  // Without linear layers there are no checkpoint slots to mention.
+  EXPECT_THAT(Text(g), Not(HasSubstr("slot")));
+  EXPECT_TRUE(RowsFit(g));
+
+  // Hybrid: the tree's checkpoint slots show beside its tokens.
+  Snapshot h = HybridFixtureSnapshot();
+  h.kv[0].cache_tokens = 640;
+  h.kv[0].cache_nodes = 12;
+  h.kv[0].cache_slots = 2;
+  h.kv[0].cache_hit_rate = 0.5;
+  const Grid hg = DrawMemory(h, ViewState{}, Rect{0, 0, 100, 20});
+  EXPECT_THAT(hg.Row(2), StartsWith("      slots ["));
+  EXPECT_THAT(hg.Row(3),
+              StartsWith("      cache hit 50.0%  640 tokens  12 nodes  2 slots  evicted 0 pages"));
+  EXPECT_THAT(hg.Row(6), StartsWith("      cache hit 0.0%  0 tokens  0 nodes  0 slots"));
+  EXPECT_THAT(hg.Row(10), StartsWith("total cache 640 tokens  12 nodes  2 slots  evicted 0 pages"));
+  EXPECT_TRUE(RowsFit(hg));
+}
+
 TEST(ConsoleDrawMemory, TinyAndEmptySizesDoNotCrash) {
-  for (const Snapshot& s : {FixtureSnapshot(), HybridFixtureSnapshot(), Snapshot{}}) {
+  for (const Snapshot& s :
+       {FixtureSnapshot(), HybridFixtureSnapshot(), CacheFixtureSnapshot(), Snapshot{}}) {
     for (int w : {0, 1, 5, 30}) {
       for (int h : {0, 1, 3, 6}) {
         const Grid g = DrawMemory(s, ViewState{}, Rect{0, 0, w, h});
@@ -291,8 +319,11 @@ TEST(ConsoleDrawHelp, ListsEveryKeyAndCommandAt80x24) {
   v.help = true;
   const Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
   const std::string text = Text(g);
-  EXPECT_EQ(HelpHeight(v, 80), 23);  // fits above the status line exactly
+  EXPECT_LE(HelpHeight(v, 80), 23);  // fits above the status line
+  // The view keys share one row; every other key has its own entry.
+  EXPECT_THAT(text, HasSubstr("1-6      views: Overview, Kernels, Memory, Experts, Log, Requests"));
   for (const KeyBinding& b : KeyTable()) {
+    if (b.key.size() == 1 && b.key[0] >= '1' && b.key[0] <= '6') continue;
     EXPECT_THAT(text, HasSubstr(std::string(b.key) + std::string(9 - b.key.size(), ' ') +
                                 std::string(b.help)))
         << b.key;
@@ -316,8 +347,11 @@ TEST(ConsoleDrawFrame, ComposesHeaderTabsViewCommandAndStatus) {
   v.view = View::kMemory;
   const Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
   EXPECT_THAT(g.Row(0), StartsWith(" switchyard  RUNNING"));
-  EXPECT_THAT(g.Row(1), StartsWith(" 1 Overview  2 Kernels  3 Memory  4 Experts  5 Log "));
-  EXPECT_THAT(g.Row(1), HasSubstr(":cmd  ?help  q quit "));
+  EXPECT_THAT(g.Row(1),
+              StartsWith(" 1 Overview  2 Kernels  3 Memory  4 Experts  5 Log  6 Requests "));
+  // At 80 columns the hint gives up ":cmd" (the command line row says it).
+  EXPECT_THAT(g.Row(1), EndsWith("  ?help  q quit "));
+  EXPECT_THAT(DrawFrame(FixtureSnapshot(), v, 100, 24).Row(1), EndsWith(":cmd  ?help  q quit "));
   EXPECT_EQ(g.at(27, 1).style.bg, Color::kCyan);  // "3 Memory" is the active tab
   EXPECT_THAT(g.Row(2), StartsWith("KV cache pages per device"));
   EXPECT_THAT(g.Row(22), StartsWith("press : for commands, ? for help"));
@@ -390,6 +424,8 @@ TEST(ConsoleDrawFrame, ResizeRedrawsToTheNewSize) {
 TEST(ConsoleViewNames, ParseAndTitle) {
   EXPECT_EQ(ParseView("Kernels"), View::kKernels);
   EXPECT_EQ(ParseView("log"), View::kLog);
+  EXPECT_EQ(ParseView("Requests"), View::kRequests);
+  EXPECT_STREQ(ViewTitle(View::kRequests), "Requests");
   EXPECT_EQ(ParseView("nope"), std::nullopt);
   EXPECT_STREQ(ViewTitle(View::kExperts), "Experts");
 }

@@ -65,6 +65,32 @@ TEST(ConsoleCommandParse, StopAsksUnlessBang) {
   EXPECT_THAT(ParseCommand("pause!"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("'!'")));
 }
 
+TEST(ConsoleCommandParse, CancelTakesARequestIdAndAsks) {
+  auto c = ParseCommand("cancel 42");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_TRUE(c->needs_confirm);
+  EXPECT_EQ(c->request.cmd, "cancel");
+  EXPECT_EQ(c->request.args["id"], 42);
+  EXPECT_EQ(c->text, "cancel 42");
+  c = ParseCommand("cancel! 7");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_FALSE(c->needs_confirm);
+  EXPECT_EQ(c->text, "cancel! 7");
+  EXPECT_THAT(ParseCommand("cancel"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cancel ID")));
+  EXPECT_THAT(ParseCommand("cancel x1"),
+              StatusIs(StatusCode::kInvalidArgument, "bad request id 'x1': expected a number"));
+  EXPECT_THAT(ParseCommand("cancel 1 2"), StatusIs(StatusCode::kInvalidArgument));
+}
+
+TEST(ConsoleCommandParse, FlushCacheAsks) {
+  auto c = ParseCommand("flush_cache");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_TRUE(c->needs_confirm);
+  EXPECT_EQ(c->request.cmd, "flush_cache");
+  EXPECT_THAT(ParseCommand("flush_cache now"), StatusIs(StatusCode::kInvalidArgument));
+}
+
 TEST(ConsoleCommandParse, LocalCommands) {
   auto c = ParseCommand("quit");
   ASSERT_THAT(c, IsOk());

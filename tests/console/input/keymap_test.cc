@@ -11,6 +11,7 @@ namespace {
 TEST(ConsoleKeymap, ViewKeysAndGlobals) {
   EXPECT_EQ(LookupKey("1", false), Action::kViewOverview);
   EXPECT_EQ(LookupKey("5", false), Action::kViewLog);
+  EXPECT_EQ(LookupKey("6", false), Action::kViewRequests);
   EXPECT_EQ(LookupKey("Tab", false), Action::kNextView);
   EXPECT_EQ(LookupKey(":", false), Action::kCommandLine);
   EXPECT_EQ(LookupKey("?", false), Action::kHelp);

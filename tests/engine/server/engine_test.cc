@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <thread>
 #include <zmq.hpp>
 
@@ -217,12 +218,14 @@ TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
   telemetry::CommandReply fin = Call(**client, "status");
   EXPECT_EQ(fin.result["finished"], 12);
   EXPECT_EQ(fin.result["running"], 0);
-  // status shows both pools of every device; all drained now.
+  // status shows both pools of every device; drained now, so only the
+  // prefix cache holds pages.
   ASSERT_EQ(fin.result["pools"].size(), 2u);
   for (const json& dev : fin.result["pools"]) {
-    EXPECT_EQ(dev["kv_pages_used"], 0);
+    EXPECT_EQ(dev["kv_pages_used"].get<int64_t>() * 16, dev["cache_tokens"].get<int64_t>());
     EXPECT_EQ(dev["kv_pages_total"], 64);
-    EXPECT_EQ(dev["kv_bytes_used"], 0);
+    EXPECT_EQ(dev["kv_bytes_used"].get<int64_t>(),
+              dev["kv_pages_used"].get<int64_t>() * page_bytes);
     EXPECT_EQ(dev["kv_bytes_total"], 64 * page_bytes);
     EXPECT_EQ(dev["state_slots_used"], 0);
     EXPECT_EQ(dev["state_slots_total"], 0);
@@ -274,8 +277,8 @@ TEST_F(EngineTest, BoundedBurstDrainsAndExits) {
   EXPECT_EQ(st.rejected, 0);
 }
 
-TEST_F(EngineTest, KvPressurePreemptsButCompletesEveryRequest) {
-  EngineOptions o = Options();
+// Ten requests of up to 80 positions on 2 x 128: decode growth must retract.
+EngineOptions PressureOptions(EngineOptions o) {
   o.runner.kv_pages_per_device = 8;  // 128 positions per device, 2 devices
   o.scheduler.admission_reserve_pages = 0;
   o.workload.burst = true;
@@ -283,6 +286,11 @@ TEST_F(EngineTest, KvPressurePreemptsButCompletesEveryRequest) {
   o.workload.ignore_eos = true;
   o.workload.prompt_len = {LengthDist::Kind::kUniform, 20, 40};
   o.workload.output_len = {LengthDist::Kind::kFixed, 40, 40};
+  return o;
+}
+
+TEST_F(EngineTest, KvPressurePreemptsButCompletesEveryRequest) {
+  EngineOptions o = PressureOptions(Options());
   o.exit_when_done = true;
   auto engine = Engine::Create(std::move(o));
   ASSERT_THAT(engine.status(), IsOk());
@@ -291,6 +299,92 @@ TEST_F(EngineTest, KvPressurePreemptsButCompletesEveryRequest) {
   EXPECT_EQ(st.finished, 10);
   EXPECT_EQ(st.generated, 400);
   EXPECT_GT(st.preempted, 0);
+}
+
+TEST_F(EngineTest, RetractionsArePublishedAsEvents) {
+  EngineOptions o = PressureOptions(Options());
+  o.start_paused = true;  // resumed once the subscriber hears the engine
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  ASSERT_TRUE(WaitFor(**sub, [](const telemetry::Message& m) {
+    return std::holds_alternative<telemetry::Heartbeat>(m);
+  }));
+  ASSERT_TRUE(Call(**client, "resume").ok);
+  bool retracted = false;
+  EXPECT_TRUE(WaitFor(**sub, [&](const telemetry::Message& m) {
+    auto* e = std::get_if<telemetry::Event>(&m);
+    if (e && e->kind == "scheduler" && e->name == "retract") {
+      EXPECT_TRUE(e->detail.contains("id"));
+      EXPECT_GE(e->detail.value("device", -1), 0);
+      EXPECT_GT(e->detail.value("computed", 0), 0);
+      retracted = true;
+    }
+    return retracted;
+  }));
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+}
+
+TEST_F(EngineTest, CancelFlushCacheAndRequestProgress) {
+  EngineOptions o = Options();
+  o.start_paused = true;  // arrivals queue up, nothing runs yet
+  o.workload.burst = true;
+  o.workload.max_requests = 4;
+  o.workload.ignore_eos = true;
+  o.workload.output_len = {LengthDist::Kind::kFixed, 20, 20};
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  std::map<int64_t, std::string> finish;
+  bool saw_progress = false;
+  on_message_ = [&](const telemetry::Message& m) {
+    if (auto* r = std::get_if<telemetry::RequestDone>(&m)) finish[r->id] = r->finish;
+    if (auto* q = std::get_if<telemetry::Requests>(&m); q && q->running_total > 0) {
+      EXPECT_EQ(q->running.size(), static_cast<size_t>(q->running_total));
+      for (const telemetry::RequestProgress& p : q->running) EXPECT_GE(p.device, 0);
+      saw_progress = true;
+    }
+  };
+  // Waiting (paused), then cancelled: it leaves with finish "cancelled".
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
+    return Call(**client, "status").result.value("waiting", 0) == 4;
+  }));
+  telemetry::CommandReply c = Call(**client, "cancel", {{"id", 1}});
+  ASSERT_TRUE(c.ok) << c.error_message;
+  EXPECT_EQ(c.result["finish"], "cancelled");
+  EXPECT_EQ(Call(**client, "cancel", {{"id", 1}}).error_code, "NOT_FOUND");
+  EXPECT_EQ(Call(**client, "cancel", {{"id", "one"}}).error_code, "INVALID_ARGUMENT");
+  ASSERT_TRUE(Call(**client, "resume").ok);
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return finish.size() == 4 && saw_progress; }));
+  EXPECT_EQ(finish[1], "cancelled");
+  for (int64_t id = 2; id <= 4; ++id) EXPECT_EQ(finish[id], "length") << id;
+
+  // Drained: only the prefix cache holds pages; flush_cache returns them all.
+  json pools = Call(**client, "status").result["pools"];
+  int64_t cached = 0;
+  for (const json& d : pools) cached += d["cache_tokens"].get<int64_t>();
+  EXPECT_GT(cached, 0);
+  telemetry::CommandReply f = Call(**client, "flush_cache");
+  ASSERT_TRUE(f.ok) << f.error_message;
+  EXPECT_GT(f.result["freed_pages"].get<int>(), 0);
+  for (const json& d : Call(**client, "status").result["pools"]) {
+    EXPECT_EQ(d["kv_pages_used"], 0);
+    EXPECT_EQ(d["cache_tokens"], 0);
+  }
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_EQ((*engine)->stats().cancelled, 1);
 }
 
 TEST_F(EngineTest, StartsPausedAndStopsOnRequestStop) {

@@ -55,6 +55,115 @@ TEST(WorkloadOptionsTest, ValidatesFields) {
   EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("prompt_len")));
 }
 
+// Each scenario's own fields, each named in the message; fields another
+// scenario reads are not checked.
+TEST(WorkloadOptionsTest, ValidatesEachScenariosFields) {
+  struct Case {
+    WorkloadKind kind;
+    void (*spoil)(WorkloadOptions&);
+    const char* field;
+  };
+  const Case cases[] = {
+      {WorkloadKind::kPoisson, [](WorkloadOptions& o) { o.duration_s = -1; }, "duration_s"},
+      {WorkloadKind::kPoisson, [](WorkloadOptions& o) { o.max_requests = -1; }, "max_requests"},
+      {WorkloadKind::kPoisson, [](WorkloadOptions& o) { o.temperature = -1; }, "temperature"},
+      {WorkloadKind::kPoisson, [](WorkloadOptions& o) { o.max_prompt_tokens = 0; },
+       "max_prompt_tokens"},
+      {WorkloadKind::kPoisson, [](WorkloadOptions& o) { o.output_len.max = 1; }, "output_len"},
+      {WorkloadKind::kBursty, [](WorkloadOptions& o) { o.quiet_rate = -1; }, "quiet_rate"},
+      {WorkloadKind::kBursty, [](WorkloadOptions& o) { o.burst_rate = 0; }, "burst_rate"},
+      {WorkloadKind::kBursty, [](WorkloadOptions& o) { o.quiet_s = 0; }, "quiet_s"},
+      {WorkloadKind::kBursty, [](WorkloadOptions& o) { o.burst_s = -2; }, "burst_s"},
+      {WorkloadKind::kBursty, [](WorkloadOptions& o) { o.burst = true; }, "burst"},
+      {WorkloadKind::kRollout, [](WorkloadOptions& o) { o.rollout_size = 0; }, "rollout_size"},
+      {WorkloadKind::kRollout, [](WorkloadOptions& o) { o.rollout_interval_s = -1; },
+       "rollout_interval_s"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.rate = 0; }, "rate (sessions/s)"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.turns_min = 0; }, "turns_min"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.turns_max = 9; }, "turns_max"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.first_turn_len.min = 0; },
+       "first_turn_len"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.append_tokens = 0; }, "append_tokens"},
+      {WorkloadKind::kAgentic, [](WorkloadOptions& o) { o.think_s = -0.5; }, "think_s"},
+      {WorkloadKind::kSharedPrefix, [](WorkloadOptions& o) { o.system_prompts = 0; },
+       "system_prompts"},
+      {WorkloadKind::kSharedPrefix, [](WorkloadOptions& o) { o.system_prompt_len = 7; },
+       "system_prompt_len"},
+      {WorkloadKind::kSharedPrefix, [](WorkloadOptions& o) { o.prompt_len.min = 0; }, "prompt_len"},
+      {WorkloadKind::kFile, [](WorkloadOptions&) {}, "file"},
+  };
+  for (const Case& c : cases) {
+    WorkloadOptions o = WorkloadOptions::ForKind(c.kind);
+    if (c.kind != WorkloadKind::kFile) {
+      EXPECT_THAT(o.Validate(), IsOk()) << c.field;
+    }
+    c.spoil(o);
+    EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.field)))
+        << c.field;
+  }
+  // A knob of another scenario is not this one's business.
+  WorkloadOptions o = WorkloadOptions::ForKind(WorkloadKind::kRollout);
+  o.rate = 0;
+  o.turns_min = 0;
+  o.system_prompt_len = 0;
+  EXPECT_THAT(o.Validate(), IsOk());
+}
+
+TEST(WorkloadOptionsTest, KindNamesRoundTrip) {
+  for (WorkloadKind k :
+       {WorkloadKind::kPoisson, WorkloadKind::kBursty, WorkloadKind::kRollout,
+        WorkloadKind::kAgentic, WorkloadKind::kSharedPrefix, WorkloadKind::kFile}) {
+    auto parsed = ParseWorkloadKind(WorkloadKindName(k));
+    ASSERT_THAT(parsed.status(), IsOk());
+    EXPECT_EQ(*parsed, k);
+  }
+  EXPECT_EQ(WorkloadKindName(WorkloadKind::kSharedPrefix), "shared-prefix");
+  EXPECT_THAT(ParseWorkloadKind("zipf").status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("agentic")));
+}
+
+TEST(WorkloadOptionsTest, DescribesEachScenarioOnOneLine) {
+  WorkloadOptions o;
+  EXPECT_EQ(o.Describe(), "poisson 4/s prompt=16-128 output=16-128 seed=1");
+  o = WorkloadOptions::ForKind(WorkloadKind::kBursty);
+  o.max_requests = 10;
+  EXPECT_EQ(o.Describe(),
+            "bursty quiet=2/s for 20s burst=24/s for 5s prompt=16-128 output=16-128 requests=10 "
+            "seed=1");
+  o = WorkloadOptions::ForKind(WorkloadKind::kRollout);
+  EXPECT_EQ(o.Describe(), "rollout size=64 once prompt=16-128 output=lognormal:256:1 seed=1");
+  o.rollout_interval_s = 30;
+  o.temperature = 0.5f;
+  EXPECT_EQ(o.Describe(),
+            "rollout size=64 every=30s prompt=16-128 output=lognormal:256:1 temperature=0.5 "
+            "seed=1");
+  o = WorkloadOptions::ForKind(WorkloadKind::kAgentic);
+  EXPECT_EQ(o.Describe(),
+            "agentic sessions=0.5/s turns=10-15 first=512-1024 append=64 think=1s "
+            "output=16-128 seed=1");
+  o = WorkloadOptions::ForKind(WorkloadKind::kSharedPrefix);
+  o.seed = 9;
+  o.duration_s = 60;
+  EXPECT_EQ(o.Describe(),
+            "shared-prefix 4/s system=4x256 question=16-128 output=16-128 duration=60s seed=9");
+  for (char c : o.Describe()) EXPECT_NE(c, '\n');
+}
+
+TEST(WorkloadOptionsTest, BoundedWhenTheArrivalsEndByThemselves) {
+  WorkloadOptions o;
+  EXPECT_FALSE(o.Bounded());
+  o.duration_s = 5;
+  EXPECT_TRUE(o.Bounded());
+  o = WorkloadOptions::ForKind(WorkloadKind::kRollout);
+  EXPECT_TRUE(o.Bounded());
+  o.rollout_interval_s = 10;
+  EXPECT_FALSE(o.Bounded());
+  o.max_requests = 100;
+  EXPECT_TRUE(o.Bounded());
+  EXPECT_FALSE(WorkloadOptions::ForKind(WorkloadKind::kAgentic).Bounded());
+  EXPECT_TRUE(WorkloadOptions::ForKind(WorkloadKind::kFile).Bounded());
+}
+
 TEST(WorkloadGeneratorTest, SameSeedSameScheduleOtherSeedDiffers) {
   WorkloadOptions o;
   o.max_requests = 50;
