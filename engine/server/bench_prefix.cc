@@ -25,7 +25,11 @@ Result<std::vector<std::deque<RequestSpec>>> AgenticSessions(const ModelConfig& 
                                                              const BenchOptions& o) {
   WorkloadOptions w = WorkloadOptions::ForKind(WorkloadKind::kAgentic);
   w.seed = o.seed;
-  w.rate = 1000;  // every session starts at once: arrival times do not matter closed-loop
+  // Arrival times do not matter closed-loop: sessions start about once a
+  // second with their turns close together, and the first N sessions are kept.
+  w.rate = 1;
+  w.think_s = 0.01;
+  w.duration_s = 4.0 * o.agentic_sessions + 10;
   w.turns_min = o.agentic_turns;
   w.turns_max = o.agentic_turns;
   w.first_turn_len = {LengthDist::Kind::kUniform, 384, 512};
@@ -33,7 +37,6 @@ Result<std::vector<std::deque<RequestSpec>>> AgenticSessions(const ModelConfig& 
   w.output_len = {LengthDist::Kind::kFixed, o.agentic_output, o.agentic_output};
   w.ignore_eos = true;
   w.max_prompt_tokens = config.max_seq - o.agentic_output - 1;
-  w.max_requests = static_cast<int64_t>(o.agentic_sessions) * o.agentic_turns;
   RETURN_IF_ERROR(w.Validate().WithContext("agentic bench"));
   WorkloadGenerator gen(w);
   // Turns of one session extend its previous prompt exactly; that is how
@@ -50,6 +53,7 @@ Result<std::vector<std::deque<RequestSpec>>> AgenticSessions(const ModelConfig& 
     last[s] = a.spec.prompt;
     sessions[s].push_back(std::move(a.spec));
   }
+  if (static_cast<int>(sessions.size()) > o.agentic_sessions) sessions.resize(o.agentic_sessions);
   return sessions;
 }
 
