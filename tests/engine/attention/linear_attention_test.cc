@@ -22,36 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/engine/attention/linear_test_util.h"
 #include "tests/engine/attention/reference_linear.h"
 
 namespace sy::engine {
 namespace {
-
-std::vector<float> Uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-template <typename A, typename B>
-double MaxAbsDiff(const A& a, const B& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0.0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
-    if (!(d <= m)) m = d;  // NaN propagates as a failure
-  }
-  return m;
-}
-
-template <typename A>
-double MaxAbs(const A& a) {
-  double m = 0.0;
-  for (const auto& x : a) m = std::max(m, std::abs(static_cast<double>(x)));
-  return m;
-}
 
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
@@ -198,67 +173,6 @@ INSTANTIATE_TEST_SUITE_P(Cores, CoreTest,
 
 // ---------------------------------------------------------------- the layer
 
-class LayerTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    Result<ModelConfig> c = PresetConfig(GetParam());
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    config_ = c.value();
-    weights_ = BuildWeights(config_, 11, {});
-    for (int l = 0; l < config_.layers; ++l) {
-      if (!config_.is_full_attention(l)) {
-        layer_ = l;
-        break;
-      }
-    }
-    ASSERT_GE(layer_, 0);
-    state_layer_ = config_.state_layer(layer_);
-  }
-
-  const LinearAttnWeights& w() const { return weights_.layers[layer_].linear; }
-
-  std::unique_ptr<StatePool> MakePool(int slots) const {
-    StatePoolOptions o;
-    o.slots = slots;
-    o.layers = config_.linear_layers();
-    o.state_floats = config_.state_floats_per_layer() - config_.conv_state_floats();
-    o.conv_floats = config_.conv_state_floats();
-    return std::make_unique<StatePool>(o);
-  }
-
-  std::vector<float> Input(int tokens, uint32_t seed) const {
-    return Uniform(static_cast<size_t>(tokens) * config_.hidden, seed, -1.5f, 1.5f);
-  }
-
-  // One step over `seqs` with the rows of x; returns what the layer added.
-  std::vector<float> Step(LinearAttention* lin, StatePool* pool, const float* x,
-                          const std::vector<SeqRows>& seqs, SpanRecorder* rec = nullptr) const {
-    int tokens = 0;
-    for (const SeqRows& s : seqs) tokens = std::max(tokens, s.row + s.n);
-    std::vector<float> out(static_cast<size_t>(tokens) * config_.hidden, 0.0f);
-    lin->Forward(w(), state_layer_, layer_, x, tokens, seqs, pool, out.data(), rec);
-    return out;
-  }
-
-  // One seq alone in slot `slot`: tokens [from, from + n) of x.
-  std::vector<float> Alone(LinearAttention* lin, StatePool* pool, const std::vector<float>& x,
-                           int from, int n, int slot) const {
-    return Step(lin, pool, x.data() + static_cast<size_t>(from) * config_.hidden,
-                {SeqRows{.row = 0, .n = n, .start_pos = from, .state_slot = slot}});
-  }
-
-  std::vector<double> Reference(const std::vector<float>& x, int tokens) const {
-    ref::RefLinearState st = ref::RefLinearZeroState(config_);
-    return ref::RefLinearForward(config_, w(), x.data(), tokens, &st);
-  }
-
-  double Scale(const std::vector<double>& ref) const { return std::max(1.0, MaxAbs(ref)); }
-
-  ModelConfig config_;
-  ModelWeights weights_;
-  int layer_ = -1, state_layer_ = -1;
-};
-
 TEST_P(LayerTest, PrefillMatchesReferenceIncludingState) {
   const int n = 150;
   const std::vector<float> x = Input(n, 1);
@@ -393,85 +307,6 @@ TEST_P(LayerTest, DecodeContinuesFromSlotLikeTheReference) {
     const std::vector<double> at(want.begin() + static_cast<size_t>(pos) * h,
                                  want.begin() + static_cast<size_t>(pos + 1) * h);
     EXPECT_LE(MaxAbsDiff(got, at), 1e-4 * scale) << "position " << pos << ", tol 1e-4 * " << scale;
-  }
-}
-
-// Prefix-cache checkpoints: in one mixed batch, each seq snapshots this
-// layer's state after its first m new tokens into its own checkpoint slot.
-// The snapshot must equal the state of running only those tokens (the float
-// layer: 2e-5 rel, it runs the same core split differently; the double
-// reference: 1e-4 rel for S, 1e-5 rel for the conv state, as above), and
-// taking it must not change the outputs or final states (2e-5 rel).
-TEST_P(LayerTest, CheckpointHoldsTheStateAfterItsTokens) {
-  struct Case {
-    int from, n, m;  // start_pos, new tokens, checkpoint after m of them
-  };
-  const std::vector<Case> cases = {
-      {0, 100, 37},   // mid-chunk of a chunk-wise prefill
-      {0, 100, 100},  // at the end of the step
-      {0, 100, 1},    // after the first token
-      {30, 70, 45},   // a continued prefill chunk
-      {99, 1, 1},     // decode
-  };
-  const int k = static_cast<int>(cases.size()), h = config_.hidden;
-  const size_t sf = MakePool(1)->options().state_floats, cf = MakePool(1)->options().conv_floats;
-  std::vector<std::vector<float>> xs;
-  for (int c = 0; c < k; ++c) xs.push_back(Input(cases[c].from + cases[c].n, 20 + c));
-  LinearAttention lin(config_);
-  // Working slots 0..k-1 in every pool; checkpoints in slots k..2k-1 of ck.
-  auto ck = MakePool(2 * k), plain = MakePool(k), first = MakePool(k);
-  for (int c = 0; c < k; ++c) {
-    const Case& cs = cases[c];
-    if (cs.from > 0) {
-      for (StatePool* pool : {ck.get(), plain.get(), first.get()}) {
-        Alone(&lin, pool, xs[c], 0, cs.from, c);
-      }
-    }
-    Alone(&lin, first.get(), xs[c], cs.from, cs.m, c);  // only the first m tokens
-    // Stale leftovers in the checkpoint slot: every value must be overwritten.
-    std::fill(ck->State(k + c, state_layer_), ck->State(k + c, state_layer_) + sf,
-              std::numeric_limits<float>::quiet_NaN());
-    if (cf > 0) std::fill(ck->Conv(k + c, state_layer_), ck->Conv(k + c, state_layer_) + cf, 1e6f);
-  }
-  std::vector<float> rows;
-  std::vector<SeqRows> with, without;
-  for (int c = 0; c < k; ++c) {
-    const Case& cs = cases[c];
-    const SeqRows sq{
-        .row = static_cast<int>(rows.size()) / h, .n = cs.n, .start_pos = cs.from, .state_slot = c};
-    without.push_back(sq);
-    with.push_back(sq);
-    with.back().checkpoint_slot = k + c;
-    with.back().checkpoint_at = cs.m;
-    rows.insert(rows.end(), xs[c].begin() + static_cast<size_t>(cs.from) * h, xs[c].end());
-  }
-  const std::vector<float> got = Step(&lin, ck.get(), rows.data(), with);
-  const std::vector<float> want = Step(&lin, plain.get(), rows.data(), without);
-  const double scale = std::max(1.0, MaxAbs(want));
-  EXPECT_LE(MaxAbsDiff(got, want), 2e-5 * scale) << "outputs, tol 2e-5 * " << scale;
-
-  auto slot = [&](const StatePool& pool, int s, bool conv) {
-    const float* p = conv ? pool.Conv(s, state_layer_) : pool.State(s, state_layer_);
-    return std::vector<float>(p, p + (conv ? cf : sf));
-  };
-  for (int c = 0; c < k; ++c) {
-    const Case& cs = cases[c];
-    SCOPED_TRACE("start_pos " + std::to_string(cs.from) + " n " + std::to_string(cs.n) + " m " +
-                 std::to_string(cs.m));
-    const std::vector<float> fin = slot(*plain, c, false), snap = slot(*ck, k + c, false);
-    EXPECT_LE(MaxAbsDiff(slot(*ck, c, false), fin), 2e-5 * MaxAbs(fin)) << "final state";
-    const std::vector<float> alone = slot(*first, c, false);
-    EXPECT_LE(MaxAbsDiff(snap, alone), 2e-5 * MaxAbs(alone)) << "checkpoint vs first m tokens";
-    ref::RefLinearState st = ref::RefLinearZeroState(config_);
-    ref::RefLinearForward(config_, w(), xs[c].data(), cs.from + cs.m, &st);
-    EXPECT_LE(MaxAbsDiff(snap, st.s), 1e-4 * MaxAbs(st.s)) << "checkpoint vs reference";
-    if (cf > 0) {
-      const std::vector<float> conv = slot(*ck, k + c, true);
-      EXPECT_LE(MaxAbsDiff(conv, slot(*first, c, true)), 1e-5 * MaxAbs(st.conv)) << "conv";
-      EXPECT_LE(MaxAbsDiff(conv, st.conv), 1e-5 * MaxAbs(st.conv)) << "conv vs reference";
-      const std::vector<float> fin_conv = slot(*plain, c, true);
-      EXPECT_LE(MaxAbsDiff(slot(*ck, c, true), fin_conv), 1e-5 * MaxAbs(fin_conv)) << "final conv";
-    }
   }
 }
 
