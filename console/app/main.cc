@@ -285,7 +285,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--list", o.list, "replay: list the file's runs and exit")->needs(replay);
   auto* render =
       app.add_option("--render-view", o.render_view, "replay: print one frame of VIEW and exit")
-          ->check(CLI::IsMember({"overview", "kernels", "memory", "experts", "log", "help"}))
+          ->check(CLI::IsMember(
+              {"overview", "kernels", "memory", "experts", "log", "requests", "help"}))
           ->needs(replay);
   app.add_option("--size", o.size, "with --render-view: WIDTHxHEIGHT")->needs(render);
   app.add_option("--at", o.at_s, "with --render-view: position in SECONDS (default end)")
