@@ -277,8 +277,9 @@ Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
 // ---- Commands ----
 
 // Known commands; the engine refuses others with NOT_FOUND.
-inline constexpr std::string_view kCommands[] = {"describe", "status", "pause",  "resume",
-                                                 "trace",    "stop",   "cancel", "flush_cache"};
+inline constexpr std::string_view kCommands[] = {"describe", "status",      "pause",
+                                                 "resume",   "trace",       "stop",
+                                                 "cancel",   "flush_cache", "expert_stats"};
 
 struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back

@@ -1,7 +1,9 @@
 #include "engine/model_executor/device_worker.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
+#include <span>
 
 #include "engine/model_loader/checkpoint.h"
 
@@ -24,7 +26,8 @@ DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& 
       qkv_cols_(q_cols_ + 2 * kv_cols_),
       recorder_(rank, epoch),
       moe_(config, rank, layout, comm),
-      rope_(config.max_seq, config.hybrid() ? 2 : config.head_dim, config.rope_theta) {
+      rope_(config.max_seq, config.hybrid() ? 2 : config.head_dim, config.rope_theta),
+      first_moe_(std::min(config.first_k_dense_replace, config.layers)) {
   if (config.hybrid()) {
     mla_ = std::make_unique<MlaAttention>(config);
     linear_ = std::make_unique<LinearAttention>(
@@ -49,6 +52,10 @@ void DeviceWorker::Build() {
   } else {
     weights_ = BuildWeights(config_, options_.seed, local);
   }
+  if (Status s = BuildExperts(); !s.ok()) {
+    build_status_ = s.WithContext("device " + std::to_string(rank_));
+    return;
+  }
   KvPoolOptions po;
   po.num_pages = options_.kv_pages_per_device;
   po.page_size = options_.page_size;
@@ -66,6 +73,34 @@ void DeviceWorker::Build() {
   so.state_floats = config_.state_floats_per_layer() - config_.conv_state_floats();
   so.conv_floats = config_.conv_state_floats();
   state_pool_ = std::make_unique<StatePool>(so);
+}
+
+Status DeviceWorker::BuildExperts() {
+  const int moe_layers = config_.layers - first_moe_;
+  if (moe_layers > 0 &&
+      UnifiedExpertBuffer::CheckLayout(*layout_, config_.expert_inter, config_.hidden).ok()) {
+    Result<std::unique_ptr<UnifiedExpertBuffer>> buf =
+        UnifiedExpertBuffer::Create(rank_, *layout_, config_.expert_inter, config_.hidden,
+                                    std::span<LayerWeights>(weights_.layers).subspan(first_moe_));
+    if (!buf.ok()) return buf.status();
+    expert_buffer_ = std::move(buf).value();
+  }
+  const int e_count = config_.experts;
+  expert_views_.assign(static_cast<size_t>(moe_layers) * e_count, SwigluView{});
+  for (int i = 0; i < moe_layers; ++i) {
+    SwigluView* row = &expert_views_[static_cast<size_t>(i) * e_count];
+    if (expert_buffer_ == nullptr) {
+      const LayerWeights& w = weights_.layers[first_moe_ + i];
+      for (int e = 0; e < e_count; ++e) row[e] = ViewOf(w.experts[e]);
+      continue;
+    }
+    const std::vector<int>& ids = expert_buffer_->local_ids();
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const EpExpertView v = expert_buffer_->EpExpert(i, static_cast<int>(k));
+      row[ids[k]] = {.gate_up = v.gate_up, .down = v.down, .inter = config_.expert_inter};
+    }
+  }
+  return Status::Ok();
 }
 
 void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
@@ -146,7 +181,9 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
       continue;
     }
     // Every device joins the MoE collectives, with zero tokens when idle.
-    moe_.Forward(l, w, xn_.data(), tokens, moe_out_.data(), &recorder_,
+    assert(expert_buffer_ == nullptr || expert_buffer_->mode() == ParallelMode::kEP);
+    moe_.Forward(l, w, &expert_views_[static_cast<size_t>(l - first_moe_) * config_.experts],
+                 xn_.data(), tokens, moe_out_.data(), &recorder_,
                  counts->data() + static_cast<size_t>(l) * config_.experts);
     for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
   }

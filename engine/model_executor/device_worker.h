@@ -20,6 +20,14 @@
 // checkpoint_slot / checkpoint_at (= checkpoint_len - start_pos).
 // A device with no sequences still runs every MoE layer (its collectives).
 //
+// Routed experts: when the model has MoE layers, P divides both E and
+// expert_inter and every device owns E/P experts, Build moves the device's local experts into a
+// UnifiedExpertBuffer (engine/parallelism/expert_buffer.h; the expert
+// vectors are freed) and the EP MoE layer reads them through its EP alias;
+// otherwise (e.g. P = 3 over 8 experts) they stay in LayerWeights::experts.
+// Either way EpMoeLayer gets one SwigluView per expert id, built once: the
+// buffer's addresses never move, so the views survive a round trip TP->EP.
+//
 // Thread-safety: Build and Forward run on the device's own thread only; the
 // accessors are for the runner thread between steps.
 #pragma once
@@ -39,6 +47,7 @@
 #include "engine/model_executor/model_runner.h"
 #include "engine/moe/ep_moe.h"
 #include "engine/moe/layout.h"
+#include "engine/parallelism/expert_buffer.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
@@ -73,6 +82,10 @@ class DeviceWorker {
   KvPool& pool() { return *pool_; }
   StatePool& state_pool() { return *state_pool_; }
   SpanRecorder& recorder() { return recorder_; }
+  // The device's routed-expert storage, or null when the shape does not fit
+  // one (see above). A reshard through it must not overlap a Forward, and
+  // Forward REQUIRES it in EP mode.
+  UnifiedExpertBuffer* expert_buffer() { return expert_buffer_.get(); }
 
  private:
   // Seeds each seq's state_slot from its prefix-cache checkpoint, if any.
@@ -82,6 +95,9 @@ class DeviceWorker {
   void DenseMlp(int layer, const LayerWeights& w, int tokens);
   void Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
             const StepSink& sink);
+  // Moves the local experts into expert_buffer_ when the shape allows it and
+  // fills expert_views_ from wherever they then live.
+  Status BuildExperts();
 
   const ModelConfig config_;
   const ModelRunnerOptions options_;
@@ -99,6 +115,9 @@ class DeviceWorker {
   std::unique_ptr<LinearAttention> linear_;  // hybrid models only
   std::vector<int> kv_layer_, state_layer_;  // per layer: index in its pool, or -1
   std::vector<SeqRows> seq_rows_;            // this step's local seqs
+  const int first_moe_;                      // first MoE layer (= first_k_dense_replace)
+  std::unique_ptr<UnifiedExpertBuffer> expert_buffer_;
+  std::vector<SwigluView> expert_views_;  // [MoE layers x experts]
   Status build_status_;
 
   // Scratch reused across steps; capacity only grows.

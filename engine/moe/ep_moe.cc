@@ -35,9 +35,17 @@ EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertLayout* 
 
 void EpMoeLayer::Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
                          SpanRecorder* rec, int64_t* counts) {
+  views_.clear();
+  for (const SwigluWeights& e : w.experts) views_.push_back(ViewOf(e));
+  Forward(layer, w, views_.data(), x, tokens, out, rec, counts);
+}
+
+void EpMoeLayer::Forward(int layer, const LayerWeights& w, const SwigluView* experts,
+                         const float* x, int tokens, float* out, SpanRecorder* rec,
+                         int64_t* counts) {
   Route(w, x, tokens, rec, layer, counts);
   comm_->AllToAll(rank_, send_, &recv_, rec, "dispatch", layer);
-  RunExperts(w, rec, layer);
+  RunExperts(experts, rec, layer);
   comm_->AllToAll(rank_, back_, &ret_, rec, "combine", layer);
   Reduce(w, x, tokens, out, rec, layer);
 }
@@ -84,7 +92,7 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
   }
 }
 
-void EpMoeLayer::RunExperts(const LayerWeights& w, SpanRecorder* rec, int layer) {
+void EpMoeLayer::RunExperts(const SwigluView* experts, SpanRecorder* rec, int layer) {
   const int h = hidden_, e_count = config_.experts, p = comm_->size();
   const size_t row = kDispatchHeader + h;
   expert_rows_.assign(e_count, 0);
@@ -126,11 +134,14 @@ void EpMoeLayer::RunExperts(const LayerWeights& w, SpanRecorder* rec, int layer)
   for (int e = 0; e < e_count; ++e) {
     const int off = expert_offset_[e], n = expert_offset_[e + 1] - off;
     if (n == 0) continue;
-    const SwigluWeights& ew = w.experts[e];
+    const SwigluView& ew = experts[e];
     assert(ew.present() && "a token was dispatched to a device that does not own its expert");
+    assert(ew.inter == inter);
     act_.resize(std::max(act_.size(), static_cast<size_t>(n) * 2 * inter));
-    SwigluFfn(ew, &xin_[static_cast<size_t>(off) * h], n, act_.data(),
-              &yout_[static_cast<size_t>(off) * h]);
+    // SwigluFfn's kernels on the view: the same calls on the same numbers.
+    Gemm(&xin_[static_cast<size_t>(off) * h], ew.gate_up, act_.data(), n, h, 2 * inter);
+    SiluMul(act_.data(), n, inter);
+    GemmLda(act_.data(), 2 * inter, ew.down, &yout_[static_cast<size_t>(off) * h], n, inter, h);
     bytes += 3LL * h * inter * sizeof(float);
   }
   // Weighted outputs back into each source's combine payload, in its dispatch order.

@@ -21,6 +21,9 @@
 //
 //   EpMoeLayer moe(config, rank, &layout, &comm);
 //   moe.Forward(layer, weights.layers[layer], x_norm, tokens, out, &rec, counts);
+//   // or with the routed experts read elsewhere (the UnifiedExpertBuffer's EP
+//   // alias, engine/parallelism/expert_buffer.h), one SwigluView per expert id:
+//   moe.Forward(layer, weights.layers[layer], views, x_norm, tokens, out, &rec, counts);
 //
 // Thread-safety: one instance per rank, used only on that rank's thread.
 #pragma once
@@ -36,6 +39,21 @@
 
 namespace sy::engine {
 
+// A routed expert's weights as EpMoeLayer reads them, wherever they live:
+// gate_up [H x 2I] (columns [0, I) gate, [I, 2I) up) and down [I x H],
+// exactly as SwigluWeights stores them. inter == 0: not on this device.
+struct SwigluView {
+  const float* gate_up = nullptr;
+  const float* down = nullptr;
+  int inter = 0;
+  bool present() const { return inter > 0; }
+};
+
+// The view of weights held in SwigluWeights' own vectors.
+inline SwigluView ViewOf(const SwigluWeights& w) {
+  return {.gate_up = w.gate_up.data(), .down = w.down.data(), .inter = w.inter};
+}
+
 class EpMoeLayer {
  public:
   // `layout` and `comm` must outlive the layer.
@@ -48,6 +66,13 @@ class EpMoeLayer {
   // sigmoid router, w.expert_bias holds config.experts values.
   void Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
                SpanRecorder* rec, int64_t* counts);
+  // The same, with routed expert e read from experts[e] instead of
+  // w.experts[e] (router, bias and shared expert still come from w).
+  // REQUIRES: experts has config.experts entries; experts[e].present() with
+  // inter == config.expert_inter for every e this rank owns; the pointed-to
+  // weights stay unchanged for the call.
+  void Forward(int layer, const LayerWeights& w, const SwigluView* experts, const float* x,
+               int tokens, float* out, SpanRecorder* rec, int64_t* counts);
 
   // Routing of the last Forward: ids/weights [tokens x top_k] (for tests).
   const std::vector<int32_t>& last_ids() const { return ids_; }
@@ -57,7 +82,7 @@ class EpMoeLayer {
  private:
   void Route(const LayerWeights& w, const float* x, int tokens, SpanRecorder* rec, int layer,
              int64_t* counts);
-  void RunExperts(const LayerWeights& w, SpanRecorder* rec, int layer);
+  void RunExperts(const SwigluView* experts, SpanRecorder* rec, int layer);
   void Reduce(const LayerWeights& w, const float* x, int tokens, float* out, SpanRecorder* rec,
               int layer);
 
@@ -81,7 +106,8 @@ class EpMoeLayer {
   std::vector<float> row_w_;  // grouped row -> routing weight
   std::vector<int32_t> row_slot_;
   std::vector<float> xin_, yout_, act_;
-  std::vector<float> routed_;  // [tokens * top_k x H] weighted expert outputs by slot
+  std::vector<float> routed_;      // [tokens * top_k x H] weighted expert outputs by slot
+  std::vector<SwigluView> views_;  // the vector-backed Forward's views of w.experts
 };
 
 // Floats per dispatched row: expert id, slot, weight, then the hidden vector.

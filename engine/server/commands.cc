@@ -114,6 +114,7 @@ Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
                 {"previous", std::string(TraceLevelName(previous))}};
   }
   if (cmd == "cancel") return CancelCommand(req.args);
+  if (cmd == "expert_stats") return ExpertStatsCommand(req.args);
   if (cmd == "flush_cache") {
     return json{{"freed_pages", scheduler_->FlushCache()}};
   }
@@ -122,6 +123,48 @@ Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
     return json{{"state", StateName()}};
   }
   return NotFound("unknown command '" + cmd + "'; known: " + KnownCommands());
+}
+
+Result<json> Engine::ExpertStatsCommand(const json& args) {
+  if (!expert_stats_) return FailedPrecondition("expert_stats: the model has no routed experts");
+  int window = 100, top = 10;
+  std::string path;
+  for (const auto& [key, value] : args.items()) {
+    if (key == "window" && value.is_number_integer()) {
+      window = value.get<int>();
+    } else if (key == "top" && value.is_number_integer()) {
+      top = value.get<int>();
+    } else if (key == "path" && value.is_string()) {
+      path = value.get<std::string>();
+    } else {
+      return InvalidArgument("expert_stats: unknown or mistyped argument '" + key +
+                             "' (window: int, top: int, path: string)");
+    }
+  }
+  const int cap = expert_stats_->capacity();
+  if (window < 0 || window > cap) {
+    return InvalidArgument("expert_stats: window must be in [0, " + std::to_string(cap) +
+                           "] steps (0: since the start), got " + std::to_string(window));
+  }
+  if (top < 0 || top > 1000) return InvalidArgument("expert_stats: top must be in [0, 1000]");
+  ASSIGN_OR_RETURN(eplb::Balancedness b, expert_stats_->WindowBalancedness(window, *placement_));
+  ASSIGN_OR_RETURN(std::vector<eplb::HotExpert> hot, expert_stats_->Hottest(window, top));
+  json hottest = json::array();
+  for (const eplb::HotExpert& h : hot) {
+    hottest.push_back(
+        {{"layer", h.layer}, {"expert", h.expert}, {"tokens", h.tokens}, {"share", h.share}});
+  }
+  json result = {{"window", window},
+                 {"window_steps", expert_stats_->WindowSteps(window)},
+                 {"balancedness", b.per_layer},
+                 {"balancedness_mean", b.mean},
+                 {"hottest", std::move(hottest)}};
+  if (!path.empty()) {
+    RETURN_IF_ERROR(
+        expert_stats_->DumpJson(path, window, *placement_, top).WithContext("expert_stats"));
+    result["path"] = path;
+  }
+  return result;
 }
 
 telemetry::CommandReply Engine::HandleCommand(const telemetry::CommandRequest& req) {

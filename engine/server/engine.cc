@@ -75,6 +75,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
                    telemetry::Publisher::Start(o.publisher, e->run_id_, e->runner_->epoch()));
   ASSIGN_OR_RETURN(e->control_, telemetry::ControlServer::Bind(o.control_endpoint));
   e->hit_window_.resize(e->runner_->devices());
+  if (o.model.experts > 0) {
+    ASSIGN_OR_RETURN(eplb::ExpertStats stats,
+                     eplb::ExpertStats::Create(o.model.layers, o.model.experts));
+    ASSIGN_OR_RETURN(eplb::Placement placement,
+                     eplb::Placement::FromExpertDevice(e->runner_->expert_device(),
+                                                       e->runner_->devices(), o.model.layers));
+    e->expert_stats_.emplace(std::move(stats));
+    e->placement_.emplace(std::move(placement));
+  }
   e->inbox_ = std::make_unique<RequestInbox>(o.max_queue);
   e->metrics_ = std::make_unique<ServingMetrics>(o.model.name);
   e->health_.last_turn_us.store(SteadyMicros());

@@ -19,7 +19,9 @@
 //   Status s = engine->Run();   // until `stop`, RequestStop() or the workload is done
 //
 // Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop,
-// cancel, flush_cache.
+// cancel, flush_cache, expert_stats (routed-token statistics over sliding
+// windows, balancedness under the current placement, an optional JSON dump
+// that `moe-engine eplb --stats` reads).
 // describe and status show both memory pools of every device (KV pages and,
 // for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
@@ -45,6 +47,7 @@
 #include "engine/entrypoints/api_request.h"
 #include "engine/entrypoints/http_server.h"
 #include "engine/entrypoints/metrics.h"
+#include "engine/eplb/expert_stats.h"
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/scheduler/scheduler.h"
@@ -136,6 +139,7 @@ class Engine {
   // Reports a request that left the scheduler outside a step (cancel).
   void ReportDone(const Request& r);
   Result<nlohmann::json> CancelCommand(const nlohmann::json& args);
+  Result<nlohmann::json> ExpertStatsCommand(const nlohmann::json& args);
 
   // engine_telemetry.cc: what a step publishes beyond the step itself.
   void PublishAfterStep(const BatchInput& batch, StepOutput* out,
@@ -182,6 +186,10 @@ class Engine {
   // Per device, cumulative (hit, query) prefix-cache tokens at each of the
   // last kHitWindow steps: the window hit rate is the difference.
   std::vector<std::deque<std::pair<int64_t, int64_t>>> hit_window_;
+  // Routed-token statistics of every step and the placement they land on
+  // (absent for a model without routed experts).
+  std::optional<eplb::ExpertStats> expert_stats_;
+  std::optional<eplb::Placement> placement_;
 
   std::unique_ptr<RequestInbox> inbox_;
   std::unique_ptr<ServingMetrics> metrics_;

@@ -121,6 +121,12 @@ void Engine::PublishAfterStep(const BatchInput& batch, StepOutput* out,
   occ.decode_tokens = plan.decode_tokens;
   publisher_->Publish(std::move(occ));
 
+  if (expert_stats_) {
+    // Cannot fail for counts the runner produced; a refusal is logged, not fatal.
+    if (Status s = expert_stats_->Record(batch.step, out->expert_counts, &*placement_); !s.ok()) {
+      spdlog::warn("expert statistics: {}", s.ToString());
+    }
+  }
   telemetry::ExpertLoad load;
   load.step = batch.step;
   load.counts = std::move(out->expert_counts);

@@ -10,6 +10,7 @@
 //   moe-engine bench --model tiny --batch 1,64 --steps 32
 //   moe-engine make-checkpoint --preset tiny-hybrid --out ckpt/
 //   moe-engine score --model ckpt/ --tokens 256,72,105
+//   moe-engine eplb --stats load.json --replicas 20 --groups 4 --nodes 1 --devices 4
 //
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
 // bound), 2 bad command line.
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/eplb/eplb_cli.h"
 #include "engine/model/config.h"
 #include "engine/pools/pool_sizing.h"
 #include "engine/server/bench.h"
@@ -391,11 +393,13 @@ int main(int argc, char** argv) {
   // `moe-engine serve ...` and `moe-engine ...` are the same; the others have their own flags.
   std::vector<char*> args(argv, argv + argc);
   const std::string sub = argc > 1 ? argv[1] : "";
-  const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" || sub == "score";
+  const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" ||
+                     sub == "score" || sub == "eplb";
   if (known) args.erase(args.begin() + 1);
   const int n = static_cast<int>(args.size());
   if (sub == "bench") return sy::engine::Bench(n, args.data());
   if (sub == "make-checkpoint") return sy::engine::MakeCheckpointMain(n, args.data());
   if (sub == "score") return sy::engine::ScoreMain(n, args.data());
+  if (sub == "eplb") return sy::engine::EplbMain(n, args.data());
   return sy::engine::Serve(n, args.data());
 }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -331,7 +332,7 @@ TEST_F(EngineTest, RetractionsArePublishedAsEvents) {
   EXPECT_THAT(run.get(), IsOk());
 }
 
-TEST_F(EngineTest, CancelFlushCacheAndRequestProgress) {
+TEST_F(EngineTest, CancelFlushCacheExpertStatsAndRequestProgress) {
   EngineOptions o = Options();
   o.start_paused = true;  // arrivals queue up, nothing runs yet
   o.workload.burst = true;
@@ -381,6 +382,21 @@ TEST_F(EngineTest, CancelFlushCacheAndRequestProgress) {
     EXPECT_EQ(d["kv_pages_used"], 0);
     EXPECT_EQ(d["cache_tokens"], 0);
   }
+
+  // Routed-token statistics of the run, and a dump `moe-engine eplb` reads.
+  const std::string dump = (dir_ / "experts.json").string();
+  telemetry::CommandReply es = Call(**client, "expert_stats", {{"window", 0}, {"path", dump}});
+  ASSERT_TRUE(es.ok) << es.error_message;
+  EXPECT_EQ(es.result["balancedness"].size(), 2u);  // one per layer
+  EXPECT_GT(es.result["balancedness_mean"].get<double>(), 0.0);
+  EXPECT_LE(es.result["balancedness_mean"].get<double>(), 1.0);
+  EXPECT_FALSE(es.result["hottest"].empty());
+  std::ifstream in(dump);
+  const json written = json::parse(in);
+  EXPECT_EQ(written["load"].size(), 2u);
+  EXPECT_EQ(written["load"][0].size(), 8u);  // experts
+  EXPECT_EQ(Call(**client, "expert_stats", {{"window", "all"}}).error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(Call(**client, "expert_stats", {{"window", 5000}}).error_code, "INVALID_ARGUMENT");
   (*engine)->RequestStop();
   ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
   EXPECT_THAT(run.get(), IsOk());

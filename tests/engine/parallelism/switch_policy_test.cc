@@ -1,0 +1,322 @@
+#include "engine/parallelism/switch_policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "base/status_matchers.h"
+
+namespace sy::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+PolicyOptions Small(int t_high, int window, int cooldown) {
+  PolicyOptions o;
+  o.t_high = t_high;
+  o.window = window;
+  o.cooldown = cooldown;
+  return o;
+}
+
+PolicyObservation Obs(int64_t step, int running, PolicyLayout layout) {
+  PolicyObservation o;
+  o.step = step;
+  o.running = running;
+  o.layout = layout;
+  return o;
+}
+
+constexpr PolicyLayout kTp = PolicyLayout::kTp;
+constexpr PolicyLayout kEp = PolicyLayout::kEp;
+
+TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
+  SwitchPolicy p(Small(10, 4, 0));
+  Decision d = p.Observe(Obs(0, 9, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
+  EXPECT_EQ(d.reason, "TP: batch 9 < T_h 10: stay");
+  d = p.Observe(Obs(1, 10, kTp));  // one step at T_h is enough: no window on the way up
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_EQ(d.why, DecisionWhy::kAboveHigh);
+  EXPECT_EQ(d.reason, "batch 10 >= T_h 10: switch to EP now");
+  EXPECT_EQ(d.step, 1);
+  EXPECT_EQ(d.batch, 10);
+  EXPECT_EQ(d.t_high, 10);
+  EXPECT_DOUBLE_EQ(d.t_low, 8.0);
+  EXPECT_FALSE(d.repeat);
+}
+
+TEST(SwitchPolicyTest, ReturnsToTpOnlyWhenWindowMeanFallsBelowTLow) {
+  SwitchPolicy p(Small(10, 4, 0));  // T_l = 8
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(p.Observe(Obs(s, 12, kEp)).action, SwitchAction::kNone);
+  }
+  // A single dip to 0: the mean (12+12+12+0)/4 = 9 stays above T_l.
+  Decision d = p.Observe(Obs(4, 0, kEp));
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kAboveLow);
+  EXPECT_DOUBLE_EQ(d.mean, 9.0);
+  EXPECT_EQ(d.reason, "EP: mean batch 9 over 4 steps >= T_l 8: stay");
+  for (int s = 5; s < 8; ++s) {  // back to 12: the dip leaves the window
+    EXPECT_EQ(p.Observe(Obs(s, 12, kEp)).action, SwitchAction::kNone);
+  }
+  // Sustained quiet at 6: 12,12,12,6 = 10.5 and 12,12,6,6 = 9 stay ...
+  EXPECT_EQ(p.Observe(Obs(8, 6, kEp)).action, SwitchAction::kNone);
+  EXPECT_EQ(p.Observe(Obs(9, 6, kEp)).action, SwitchAction::kNone);
+  // ... until 12,6,6,6 = 7.5 < 8.
+  d = p.Observe(Obs(10, 6, kEp));
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToTp);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowLow);
+  EXPECT_EQ(d.reason, "mean batch 7.5 over 4 steps < T_l 8: switch to TP now");
+  EXPECT_EQ(d.window, 4);
+  EXPECT_EQ(d.window_filled, 4);
+}
+
+TEST(SwitchPolicyTest, EpStaysWhileWindowFills) {
+  SwitchPolicy p(Small(10, 4, 0));
+  for (int s = 0; s < 3; ++s) {
+    Decision d = p.Observe(Obs(s, 0, kEp));
+    EXPECT_EQ(d.action, SwitchAction::kNone);
+    EXPECT_EQ(d.why, DecisionWhy::kWindowFilling);
+    EXPECT_EQ(d.window_filled, s + 1);
+  }
+  EXPECT_EQ(p.Observe(Obs(3, 0, kEp)).action, SwitchAction::kSwitchToTp);
+}
+
+TEST(SwitchPolicyTest, HysteresisBandPreventsOscillation) {
+  // A load hovering between T_l (8) and T_h (10), as in §7.2: one switch to
+  // EP, then it stays there. Without the band it would flip every step.
+  SwitchPolicy p(Small(10, 4, 0));
+  PolicyLayout layout = kTp;
+  int switches = 0;
+  for (int s = 0; s < 200; ++s) {
+    const int running = s % 2 == 0 ? 11 : 8;
+    Decision d = p.Observe(Obs(s, running, layout));
+    if (d.action == SwitchAction::kSwitchToEp) layout = kEp;
+    if (d.action == SwitchAction::kSwitchToTp) layout = kTp;
+    switches += d.action != SwitchAction::kNone ? 1 : 0;
+  }
+  EXPECT_EQ(switches, 1);
+  EXPECT_EQ(layout, kEp);
+}
+
+TEST(SwitchPolicyTest, CooldownHoldsBackTheNextSwitch) {
+  SwitchPolicy p(Small(10, 1, 5));
+  EXPECT_EQ(p.Observe(Obs(0, 20, kTp)).action, SwitchAction::kSwitchToEp);
+  // The caller did not act (say the switch failed and rolled back): no retry
+  // storm, the cooldown counts from the decision.
+  Decision d = p.Observe(Obs(1, 20, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kCooldown);
+  EXPECT_EQ(d.cooldown_left, 4);
+  EXPECT_EQ(d.reason, "batch 20 >= T_h 10 but cooldown 4 steps left");
+  EXPECT_EQ(p.Observe(Obs(4, 20, kTp)).reason, "batch 20 >= T_h 10 but cooldown 1 step left");
+  EXPECT_EQ(p.Observe(Obs(5, 20, kTp)).action, SwitchAction::kSwitchToEp);
+
+  // A layout change the policy did not decide (a manual `switch`) also
+  // starts the cooldown, from the step it is seen.
+  EXPECT_EQ(p.Observe(Obs(20, 20, kTp)).action, SwitchAction::kSwitchToEp);
+  d = p.Observe(Obs(30, 0, kEp));  // switched at step 30 (observed), quiet now
+  EXPECT_EQ(d.why, DecisionWhy::kCooldown);
+  EXPECT_EQ(d.cooldown_left, 5);
+  EXPECT_EQ(d.reason, "mean batch 0 over 1 step < T_l 8 but cooldown 5 steps left");
+  EXPECT_EQ(p.Observe(Obs(35, 0, kEp)).action, SwitchAction::kSwitchToTp);
+}
+
+TEST(SwitchPolicyTest, NoCooldownBeforeTheFirstSwitch) {
+  SwitchPolicy p(Small(10, 1, 1000));
+  Decision d = p.Observe(Obs(0, 10, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_EQ(d.cooldown_left, 0);
+}
+
+TEST(SwitchPolicyTest, CapacityCheckRefusesTheSwitch) {
+  SwitchPolicy p(Small(10, 1, 0));
+  PolicyObservation o = Obs(0, 300, kTp);
+  o.other_layout_fits = false;
+  Decision d = p.Observe(o);
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kCapacity);
+  EXPECT_EQ(d.reason, "capacity: EP cannot hold 300 requests (batch 300 >= T_h 10)");
+  // A refusal is not a switch: nothing to cool down from, so it goes as
+  // soon as the requests fit.
+  o.step = 1;
+  o.other_layout_fits = true;
+  EXPECT_EQ(p.Observe(o).action, SwitchAction::kSwitchToEp);
+
+  o = Obs(2, 1, kEp);
+  o.other_layout_fits = false;
+  d = p.Observe(o);
+  EXPECT_EQ(d.why, DecisionWhy::kCapacity);
+  EXPECT_EQ(d.reason, "capacity: TP cannot hold 1 request (mean batch 1 over 1 step < T_l 8)");
+}
+
+TEST(SwitchPolicyTest, ManualModeReportsButNeverSwitches) {
+  PolicyOptions o;  // paper defaults: T_h 256, T_l 204.8
+  o.mode = PolicyMode::kManual;
+  SwitchPolicy p(o);
+  Decision d = p.Observe(Obs(0, 300, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kManual);
+  EXPECT_EQ(d.reason, "manual: batch 300 (T_h 256, T_l 204.8)");
+  for (int s = 1; s < 100; ++s) {
+    EXPECT_EQ(p.Observe(Obs(s, 0, kEp)).action, SwitchAction::kNone);
+  }
+}
+
+TEST(SwitchPolicyTest, NoDecisionWhileATransitionRuns) {
+  SwitchPolicy p(Small(10, 1, 0));
+  PolicyObservation o = Obs(0, 50, kTp);
+  o.transition_in_progress = true;
+  Decision d = p.Observe(o);
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kInProgress);
+  EXPECT_EQ(d.reason, "switch or rebalance in progress: batch 50, no decision");
+}
+
+TEST(SwitchPolicyTest, RolloutVariantReturnsToTpAsSoonAsBatchDropsBelowTHigh) {
+  PolicyOptions opts = Small(10, 64, 0);
+  SwitchPolicy p(opts);  // rollout=auto
+  PolicyObservation o = Obs(0, 10, kEp);
+  o.rollout = true;
+  Decision d = p.Observe(o);
+  EXPECT_EQ(d.why, DecisionWhy::kAboveLow);
+  EXPECT_TRUE(d.rollout);
+  EXPECT_EQ(d.reason, "EP (rollout): batch 10 >= T_h 10: stay");
+  o.step = 1;
+  o.running = 9;  // no window: W = 1, T_l = T_h
+  d = p.Observe(o);
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToTp);
+  EXPECT_EQ(d.reason, "rollout: batch 9 < T_h 10: switch to TP now");
+  EXPECT_EQ(d.window, 1);
+  EXPECT_DOUBLE_EQ(d.t_low, 10.0);
+
+  // rollout=off ignores the flag: the 64-step window applies.
+  opts.rollout = RolloutVariant::kOff;
+  SwitchPolicy off(opts);
+  o.step = 0;
+  d = off.Observe(o);
+  EXPECT_EQ(d.why, DecisionWhy::kWindowFilling);
+  EXPECT_FALSE(d.rollout);
+  // rollout=on applies without the flag.
+  opts.rollout = RolloutVariant::kOn;
+  SwitchPolicy on(opts);
+  EXPECT_EQ(on.Observe(Obs(0, 9, kEp)).action, SwitchAction::kSwitchToTp);
+}
+
+TEST(SwitchPolicyTest, SameIntentIsFlaggedAsRepeat) {
+  SwitchPolicy p(Small(10, 1, 3));
+  Decision d = p.Observe(Obs(0, 3, kTp));
+  EXPECT_FALSE(d.repeat);
+  d = p.Observe(Obs(1, 4, kTp));  // same intent, other figures
+  EXPECT_EQ(d.reason, "TP: batch 4 < T_h 10: stay");
+  EXPECT_TRUE(d.repeat);
+  d = p.Observe(Obs(2, 12, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_FALSE(d.repeat);
+  d = p.Observe(Obs(3, 12, kTp));
+  EXPECT_EQ(d.why, DecisionWhy::kCooldown);
+  EXPECT_FALSE(d.repeat);  // new intent
+  d = p.Observe(Obs(4, 12, kTp));
+  EXPECT_EQ(d.cooldown_left, 1);
+  EXPECT_TRUE(d.repeat);  // the countdown alone is no news
+  d = p.Observe(Obs(5, 12, kTp));
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_FALSE(d.repeat);  // a switch is never a repeat
+  // Changing the options makes the next decision news.
+  EXPECT_FALSE(p.Observe(Obs(9, 12, kEp)).repeat);  // new layout
+  EXPECT_TRUE(p.Observe(Obs(10, 12, kEp)).repeat);
+  ASSERT_THAT(p.ApplyCommand("t_high=11"), IsOk());
+  EXPECT_FALSE(p.Observe(Obs(11, 12, kEp)).repeat);
+}
+
+TEST(SwitchPolicyTest, ValidatesOptionsNamingTheField) {
+  PolicyOptions o;
+  EXPECT_THAT(ValidatePolicyOptions(o), IsOk());
+  o.t_high = 0;
+  EXPECT_THAT(SwitchPolicy::Create(o),
+              StatusIs(StatusCode::kInvalidArgument, "policy: t_high 0 must be >= 1"));
+  o = PolicyOptions{};
+  o.t_low = 300;
+  EXPECT_THAT(ValidatePolicyOptions(o),
+              StatusIs(StatusCode::kInvalidArgument, "policy: t_low 300 must be <= t_high 256"));
+  o.t_low = 0;
+  EXPECT_THAT(ValidatePolicyOptions(o),
+              StatusIs(StatusCode::kInvalidArgument, "policy: t_low 0 must be > 0"));
+  o.t_low = 256;  // T_l = T_h is allowed (no band, as in the rollout variant)
+  EXPECT_THAT(ValidatePolicyOptions(o), IsOk());
+  o = PolicyOptions{};
+  o.window = 0;
+  EXPECT_THAT(ValidatePolicyOptions(o), StatusIs(StatusCode::kInvalidArgument,
+                                                 "policy: window 0 must be in [1, 1000000] steps"));
+  o = PolicyOptions{};
+  o.cooldown = -1;
+  EXPECT_THAT(ValidatePolicyOptions(o),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("policy: cooldown -1 must be")));
+}
+
+TEST(SwitchPolicyTest, PolicyCommandSetsEveryKey) {
+  SwitchPolicy p(PolicyOptions{});
+  EXPECT_EQ(DescribePolicyOptions(p.options()),
+            "mode=auto t_high=256 t_low=204.8 (0.8 t_high) window=64 cooldown=50 rollout=auto");
+  ASSERT_THAT(p.ApplyCommand("t_high=64 window=32, cooldown=7 rollout=on manual"), IsOk());
+  EXPECT_EQ(p.options().t_high, 64);
+  EXPECT_DOUBLE_EQ(EffectiveTLow(p.options()), 51.2);  // T_l follows T_h while unset
+  EXPECT_EQ(p.options().window, 32);
+  EXPECT_EQ(p.options().cooldown, 7);
+  EXPECT_EQ(p.options().rollout, RolloutVariant::kOn);
+  EXPECT_EQ(p.options().mode, PolicyMode::kManual);
+  ASSERT_THAT(p.ApplyCommand("mode=auto t_low=40.5 rollout=off"), IsOk());
+  EXPECT_EQ(DescribePolicyOptions(p.options()),
+            "mode=auto t_high=64 t_low=40.5 window=32 cooldown=7 rollout=off");
+  ASSERT_THAT(p.ApplyCommand("t_low=auto"), IsOk());
+  EXPECT_FALSE(p.options().t_low.has_value());
+  ASSERT_THAT(p.ApplyCommand(""), IsOk());
+  EXPECT_EQ(p.options().t_high, 64);
+}
+
+TEST(SwitchPolicyTest, PolicyCommandRejectsBadInputAndChangesNothing) {
+  SwitchPolicy p(PolicyOptions{});
+  const std::string before = DescribePolicyOptions(p.options());
+  EXPECT_THAT(p.ApplyCommand("window=8 foo=1"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "policy: unknown key 'foo' (keys: mode, t_high, t_low, window, cooldown, "
+                       "rollout)"));
+  EXPECT_THAT(p.ApplyCommand("t_high=abc"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "policy: bad value 'abc' for t_high: want an integer batch size"));
+  EXPECT_THAT(p.ApplyCommand("t_high=12.5"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad value '12.5' for t_high")));
+  EXPECT_THAT(p.ApplyCommand("window="),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad value '' for window")));
+  EXPECT_THAT(p.ApplyCommand("mode=sometimes"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "policy: bad value 'sometimes' for mode: want manual or auto"));
+  EXPECT_THAT(
+      p.ApplyCommand("rollout=maybe"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("for rollout: want auto, on or off")));
+  EXPECT_THAT(p.ApplyCommand("t_low=nan"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad value 'nan' for t_low")));
+  EXPECT_THAT(p.ApplyCommand("sometimes"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'sometimes' is not key=value")));
+  // Each value parses but together they break T_l <= T_h: all or nothing.
+  EXPECT_THAT(p.ApplyCommand("window=8 t_low=50 t_high=40"),
+              StatusIs(StatusCode::kInvalidArgument, "policy: t_low 50 must be <= t_high 40"));
+  EXPECT_THAT(p.ApplyCommand("cooldown=-3"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("policy: cooldown -3")));
+  EXPECT_EQ(DescribePolicyOptions(p.options()), before);
+}
+
+TEST(SwitchPolicyTest, ShrinkingTheWindowKeepsTheNewestCounts) {
+  SwitchPolicy p(Small(10, 4, 0));
+  for (int s = 0; s < 4; ++s) (void)p.Observe(Obs(s, s == 3 ? 0 : 20, kEp));  // 20,20,20,0
+  ASSERT_THAT(p.ApplyCommand("window=2"), IsOk());
+  Decision d = p.Observe(Obs(4, 0, kEp));  // window now 0,0
+  EXPECT_DOUBLE_EQ(d.mean, 0.0);
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToTp);
+}
+
+}  // namespace
+}  // namespace sy::engine
