@@ -4,6 +4,7 @@
 #include "store/message_reader.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <type_traits>
 
@@ -24,6 +25,13 @@ tel::Envelope EnvFromRow(const Stmt& st, const std::string& run) {
   e.t_us = st.Int(1);
   e.v = static_cast<int>(st.Int(2));
   return e;
+}
+
+// Whether every value fits the int32 fields of the wire (phy2log, slot_device).
+bool FitsInt(const std::vector<int64_t>& row) {
+  return std::all_of(row.begin(), row.end(), [](int64_t v) {
+    return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max();
+  });
 }
 
 // The slice Messages() reads: run `run` (row id `rid`), from <= t_us < to.
@@ -275,25 +283,48 @@ Status MessageReader::ReadAll(const std::string& id, int64_t rid, int64_t from, 
         return d;
       }));
 
-  RETURN_IF_ERROR(
-      Each("SELECT seq, t_us, v, step, counts, expert_device, id FROM expert_load" + where, w,
-           [&](const Stmt& st) -> Status {
-             tel::ExpertLoad m;
-             m.env = EnvFromRow(st, id);
-             m.step = st.Int(3);
-             Result<std::vector<std::vector<int64_t>>> counts = DecodeRows(st.Blob(4));
-             if (!counts.ok()) {
-               return Corrupt("expert_load", st.Int(6), counts.status().message());
-             }
-             Result<std::vector<std::vector<int64_t>>> dev = DecodeRows(st.Blob(5));
-             if (!dev.ok() || dev->size() != 1) {
-               return Corrupt("expert_load", st.Int(6), "bad expert_device blob");
-             }
-             m.counts = std::move(*counts);
-             m.expert_device.assign((*dev)[0].begin(), (*dev)[0].end());
-             Add(all, std::move(m));
-             return Status::Ok();
-           }));
+  RETURN_IF_ERROR(Each(
+      "SELECT seq, t_us, v, step, counts, expert_device, id, phy2log, slot_device, "
+      "balancedness FROM expert_load" +
+          where,
+      w, [&](const Stmt& st) -> Status {
+        tel::ExpertLoad m;
+        m.env = EnvFromRow(st, id);
+        m.step = st.Int(3);
+        const int64_t row_id = st.Int(6);
+        Result<std::vector<std::vector<int64_t>>> counts = DecodeRows(st.Blob(4));
+        if (!counts.ok()) return Corrupt("expert_load", row_id, counts.status().message());
+        Result<std::vector<std::vector<int64_t>>> dev = DecodeRows(st.Blob(5));
+        if (!dev.ok() || dev->size() != 1) {
+          return Corrupt("expert_load", row_id, "bad expert_device blob");
+        }
+        m.counts = std::move(*counts);
+        m.expert_device.assign((*dev)[0].begin(), (*dev)[0].end());
+        // Placement (v4); rows migrated from v3 hold zero rows and '[]'.
+        Result<std::vector<std::vector<int64_t>>> phy2log = DecodeRows(st.Blob(7));
+        if (!phy2log.ok()) return Corrupt("expert_load", row_id, "bad phy2log blob");
+        for (const auto& layer : *phy2log) {
+          if (!FitsInt(layer)) return Corrupt("expert_load", row_id, "phy2log out of range");
+          m.phy2log.emplace_back(layer.begin(), layer.end());
+        }
+        Result<std::vector<std::vector<int64_t>>> slots = DecodeRows(st.Blob(8));
+        if (!slots.ok() || slots->size() > 1 || (slots->size() == 1 && !FitsInt((*slots)[0]))) {
+          return Corrupt("expert_load", row_id, "bad slot_device blob");
+        }
+        if (!slots->empty()) m.slot_device.assign((*slots)[0].begin(), (*slots)[0].end());
+        const json bal = json::parse(st.Text(9), nullptr, /*allow_exceptions=*/false);
+        if (!bal.is_array()) {
+          return Corrupt("expert_load", row_id, "balancedness is not a JSON array");
+        }
+        for (const json& b : bal) {
+          if (!b.is_number()) {
+            return Corrupt("expert_load", row_id, "balancedness holds a non-number");
+          }
+          m.balancedness.push_back(b.get<double>());
+        }
+        Add(all, std::move(m));
+        return Status::Ok();
+      }));
 
   RETURN_IF_ERROR(
       Each("SELECT seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "

@@ -2,6 +2,7 @@
 // children, per message, in the tables of docs/STORE.md section 3. The run
 // lifecycle, transactions and prepared statements are in row_writer.cc.
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 #include "store/row_writer.h"
@@ -145,12 +146,28 @@ Status RowWriter::Put(const tel::Message& m) {
             std::vector<std::vector<int64_t>> devices(1);
             devices[0].assign(x.expert_device.begin(), x.expert_device.end());
             int64_t experts = x.counts.empty() ? 0 : static_cast<int64_t>(x.counts[0].size());
+            // Placement (v4): zero rows when the engine sent none, so the
+            // absent and the empty list read back alike, as on the wire.
+            std::vector<std::vector<int64_t>> phy2log;
+            for (const auto& layer : x.phy2log) phy2log.emplace_back(layer.begin(), layer.end());
+            std::vector<std::vector<int64_t>> slot_device;
+            if (!x.slot_device.empty()) {
+              slot_device.emplace_back(x.slot_device.begin(), x.slot_device.end());
+            }
+            int64_t slots = x.phy2log.empty() ? static_cast<int64_t>(x.slot_device.size())
+                                              : static_cast<int64_t>(x.phy2log[0].size());
+            json balancedness = json::array();
+            for (double b : x.balancedness) balancedness.push_back(std::isfinite(b) ? b : 0.0);
             return BindEnv(ins_experts_, rid, env)
                 .Bind(5, x.step)
                 .Bind(6, static_cast<int64_t>(x.counts.size()))
                 .Bind(7, experts)
                 .BindBlob(8, EncodeRows(x.counts))
                 .BindBlob(9, EncodeRows(devices))
+                .Bind(10, slots)
+                .BindBlob(11, EncodeRows(phy2log))
+                .BindBlob(12, EncodeRows(slot_device))
+                .Bind(13, DumpJson(balancedness))
                 .Run();
           },
           [&](const tel::RequestDone& x) -> Status {

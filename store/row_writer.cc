@@ -141,7 +141,8 @@ Status RowWriter::Prepare() {
        "?18, ?19)"},
       {&ins_experts_,
        "INSERT INTO expert_load (run, seq, t_us, v, step, layers, experts, counts, "
-       "expert_device) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+       "expert_device, slots, phy2log, slot_device, balancedness) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
       {&ins_request_,
        "INSERT INTO requests (run, seq, t_us, v, req_id, device, prompt_tokens, output_tokens, "
        "arrival_us, ttft_us, tpot_us, e2e_us, finish, cached_tokens, preemptions) "

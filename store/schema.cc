@@ -236,6 +236,18 @@ CREATE TABLE request_progress (
 ) WITHOUT ROWID;
 )sql";
 
+// v3 -> v4: expert placement (docs/STORE.md "v4"). An `experts` message may
+// carry the live placement (phy2log per layer, slot -> device) and each
+// layer's balancedness since EPLB. Rows written before had neither, which is
+// what the protocol decodes their absence to: 0 slots, empty blobs (x'00' is
+// the rows encoding of zero rows) and an empty JSON array.
+constexpr std::string_view kV4 = R"sql(
+ALTER TABLE expert_load ADD COLUMN slots INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE expert_load ADD COLUMN phy2log BLOB NOT NULL DEFAULT x'00';
+ALTER TABLE expert_load ADD COLUMN slot_device BLOB NOT NULL DEFAULT x'00';
+ALTER TABLE expert_load ADD COLUMN balancedness TEXT NOT NULL DEFAULT '[]';
+)sql";
+
 struct Migration {
   int to_version;
   std::string_view sql;
@@ -247,6 +259,7 @@ constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
+    {4, kV4},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 

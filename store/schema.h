@@ -47,8 +47,8 @@ Status Migrate(Db& db);
 // other. For tests that build a file as an older build left it.
 std::string_view MigrationSql(int to_version);
 
-// Zig-zag LEB128 encoding of int64 rows, used for expert_load.counts and
-// expert_load.expert_device: varint(rows) then per row varint(n) and n
+// Zig-zag LEB128 encoding of int64 rows, used for expert_load.counts,
+// expert_device, phy2log and slot_device: varint(rows) then per row varint(n) and n
 // zig-zag varints. See docs/STORE.md "expert_load".
 std::string EncodeRows(const std::vector<std::vector<int64_t>>& rows);
 // DATA_LOSS on a truncated or overlong blob.

@@ -39,7 +39,7 @@ namespace sy::store {
 
 // PRAGMA user_version of a file this build writes. Older files are migrated on
 // open by the Writer; newer ones are refused (FAILED_PRECONDITION).
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 struct WriterOptions {
   size_t queue_capacity = 200000;  // messages

@@ -47,6 +47,8 @@ size_t ApproxBytes(const tel::Message& m) {
         } else if constexpr (std::is_same_v<T, tel::ExpertLoad>) {
           for (const auto& row : x.counts) n += sizeof(row) + row.size() * sizeof(int64_t);
           n += x.expert_device.size() * sizeof(int);
+          for (const auto& row : x.phy2log) n += sizeof(row) + row.size() * sizeof(int);
+          n += x.slot_device.size() * sizeof(int) + x.balancedness.size() * sizeof(double);
         } else if constexpr (std::is_same_v<T, tel::RequestDone>) {
           n += str(x.finish);
         } else if constexpr (std::is_same_v<T, tel::Event>) {

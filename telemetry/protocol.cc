@@ -45,6 +45,7 @@ using nlohmann::json;
 #define SY_OCCUPANCY(X)                                                                 \
   X(step) X(devices) X(running) X(waiting) X(prefill_tokens) X(decode_tokens)
 #define SY_EXPERT_LOAD(X) X(step) X(counts) X(expert_device)
+#define SY_EXPERT_LOAD_OPTIONAL(X) X(phy2log) X(slot_device) X(balancedness)
 #define SY_REQUEST_DONE(X)                                                              \
   X(id) X(device) X(prompt_tokens) X(output_tokens) X(arrival_us) X(ttft_us) X(tpot_us) \
   X(e2e_us) X(finish)
@@ -68,6 +69,11 @@ const T& Wire(const T& v) {
   return v;
 }
 double Wire(double v) { return std::isfinite(v) ? v : 0.0; }
+std::vector<double> Wire(const std::vector<double>& v) {
+  std::vector<double> out(v);
+  for (double& x : out) x = Wire(x);
+  return out;
+}
 }  // namespace
 
 // Nested structs are written through nlohmann's to_json, found by ADL, so
@@ -255,7 +261,7 @@ SY_MESSAGE(Step, SY_STEP, SY_NO_FIELDS)
 SY_MESSAGE(Spans, SY_SPANS, SY_NO_FIELDS)
 SY_MESSAGE(KernelStats, SY_KERNEL_STATS, SY_NO_FIELDS)
 SY_MESSAGE(Occupancy, SY_OCCUPANCY, SY_NO_FIELDS)
-SY_MESSAGE(ExpertLoad, SY_EXPERT_LOAD, SY_NO_FIELDS)
+SY_MESSAGE(ExpertLoad, SY_EXPERT_LOAD, SY_EXPERT_LOAD_OPTIONAL)
 SY_MESSAGE(RequestDone, SY_REQUEST_DONE, SY_REQUEST_DONE_OPTIONAL)
 SY_MESSAGE(Requests, SY_REQUESTS, SY_NO_FIELDS)
 SY_MESSAGE(Event, SY_EVENT, SY_NO_FIELDS)

@@ -15,7 +15,8 @@
 // every field and returns INVALID_ARGUMENT naming the stream and the
 // offending field; it never throws. Fields added to a message after its first
 // release (DeviceOccupancy::cache_*, RequestDone::cached_tokens and
-// preemptions) may be absent and then decode as 0, so older engines and
+// preemptions, ExpertLoad::phy2log, slot_device and balancedness) may be
+// absent and then decode as 0 (empty for lists), so older engines and
 // stored runs still decode; present, they are checked like the others.
 // Thread-safety: pure functions over values.
 #pragma once
@@ -190,8 +191,17 @@ struct Occupancy {
 struct ExpertLoad {
   Envelope env;
   int64_t step = 0;
-  std::vector<std::vector<int64_t>> counts;
-  std::vector<int> expert_device;
+  std::vector<std::vector<int64_t>> counts;  // [layer][logical expert] routed tokens this step
+  std::vector<int> expert_device;            // expert -> device of its first replica
+  // Optional on the wire (absent from older engines; empty when absent):
+  // the live placement, [layer][physical slot] -> logical expert, slots
+  // device-major (slot_device[slot] is the device holding the slot), and
+  // this step's balancedness per layer: mean / max over devices of the
+  // tokens the device's slots received (1.0 = perfect; 1.0 for a layer
+  // without tokens or a dense layer).
+  std::vector<std::vector<int>> phy2log;
+  std::vector<int> slot_device;
+  std::vector<double> balancedness;
 };
 
 struct RequestDone {
@@ -277,9 +287,9 @@ Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
 // ---- Commands ----
 
 // Known commands; the engine refuses others with NOT_FOUND.
-inline constexpr std::string_view kCommands[] = {"describe", "status",      "pause",
-                                                 "resume",   "trace",       "stop",
-                                                 "cancel",   "flush_cache", "expert_stats"};
+inline constexpr std::string_view kCommands[] = {
+    "describe", "status",      "pause",        "resume",    "trace",         "stop",
+    "cancel",   "flush_cache", "expert_stats", "rebalance", "rebalance_auto"};
 
 struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back

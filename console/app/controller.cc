@@ -16,6 +16,18 @@ void Controller::SetMessage(std::string text, bool error) {
   view_.message_error = error;
 }
 
+void Controller::Ask(std::string question, ParsedCommand command) {
+  deferred_.emplace(std::move(question), std::move(command));
+  PromoteDeferredQuestion();
+}
+
+void Controller::PromoteDeferredQuestion() {
+  if (!deferred_ || view_.command_active || pending_confirm_) return;
+  view_.confirm = std::move(deferred_->first);
+  pending_confirm_ = std::move(deferred_->second);
+  deferred_.reset();
+}
+
 void Controller::SyncCommandLine() {
   view_.command_text = editor_.text();
   view_.command_cursor = editor_.cursor();
@@ -55,6 +67,12 @@ Effects Controller::Submit(const std::string& line) {
 }
 
 Effects Controller::HandleKey(const Key& key) {
+  Effects fx = HandleKeyInner(key);
+  PromoteDeferredQuestion();
+  return fx;
+}
+
+Effects Controller::HandleKeyInner(const Key& key) {
   Effects fx;
   if (key.name == "Resize") return fx;
 
@@ -101,6 +119,10 @@ Effects Controller::HandleKey(const Key& key) {
     return fx;
   }
   const int log_page = kPage;
+  int& scroll = view_.view == View::kExperts ? view_.experts_scroll : view_.log_scroll;
+  // The Log counts lines up from the newest, the Experts view rows down
+  // from the top; Up means "towards older / higher" in both.
+  const int up = view_.view == View::kExperts ? -1 : 1;
   switch (*action) {
     case Action::kViewOverview:
       view_.view = View::kOverview;
@@ -143,16 +165,22 @@ Effects Controller::HandleKey(const Key& key) {
       view_.message.clear();
       break;
     case Action::kScrollUp:
-      view_.log_scroll += 1;
+      scroll = std::max(0, scroll + up);
       break;
     case Action::kScrollDown:
-      view_.log_scroll = std::max(0, view_.log_scroll - 1);
+      scroll = std::max(0, scroll - up);
       break;
     case Action::kPageUp:
-      view_.log_scroll += log_page;
+      scroll = std::max(0, scroll + up * log_page);
       break;
     case Action::kPageDown:
-      view_.log_scroll = std::max(0, view_.log_scroll - log_page);
+      scroll = std::max(0, scroll - up * log_page);
+      break;
+    case Action::kPrevLayer:
+      view_.expert_layer = std::max(-1, view_.expert_layer - 1);  // -1: least balanced
+      break;
+    case Action::kNextLayer:
+      view_.expert_layer += 1;  // clamped to the last layer when drawn
       break;
     case Action::kDebug:
       view_.debug = !view_.debug;

@@ -1,5 +1,9 @@
 #include "console/app/live_session.h"
 
+#include <optional>
+
+#include "console/collect/rebalance_text.h"
+
 namespace sy::console {
 namespace {
 
@@ -128,9 +132,30 @@ void LiveSession::OnCommandDone(const CommandOutcome& o) {
     ok = true;
     line = ":" + o.command.text + " ok " + Brief(o.reply->result);
     reply_text = telemetry::EncodeReply(*o.reply);
-    collector_.ApplyCommandResult(o.command.name, o.reply->result);
+    collector_.ApplyCommandResult(o.command.request.cmd, o.reply->result);
   }
-  collector_.AddLog(error ? LogLevel::kError : LogLevel::kCommand, "< " + line);
+  std::optional<Question> question;
+  if (ok && o.command.name == "rebalance") {
+    // The plan as a table in the Log rather than one long JSON line; after
+    // a dry run, the question whether to apply it.
+    const nlohmann::json& result = o.reply->result;
+    const nlohmann::json plan =
+        result.is_object() && result.contains("plan") ? result["plan"] : nlohmann::json::object();
+    const PlanSummary p = SummarizePlan(plan);
+    const auto it = result.is_object() ? result.find("started") : result.end();
+    const bool started = it != result.end() && it->is_boolean() && it->get<bool>();
+    line = ":" + o.command.text + " ok: " + (started ? "started, " : "dry run, ") +
+           std::to_string(p.experts_moved) + " experts to move";
+    collector_.AddLog(LogLevel::kCommand, "< " + line);
+    for (std::string& l : PlanLines(plan)) collector_.AddLog(LogLevel::kCommand, std::move(l));
+    if (o.command.preview && p.experts_moved > 0) {
+      question = Question{PlanQuestion(p), ConfirmedRebalance(o.command)};
+    } else if (o.command.preview) {
+      line += "; nothing to apply";
+    }
+  } else {
+    collector_.AddLog(error ? LogLevel::kError : LogLevel::kCommand, "< " + line);
+  }
   if (writer_) {
     const Snapshot s = collector_.TakeSnapshot();
     store::CommandRecord rec;
@@ -145,6 +170,12 @@ void LiveSession::OnCommandDone(const CommandOutcome& o) {
   }
   std::lock_guard lock(mu_);
   command_messages_.emplace_back(std::move(line), error);
+  if (question) questions_.push_back(std::move(*question));
+}
+
+std::vector<LiveSession::Question> LiveSession::TakeQuestions() {
+  std::lock_guard lock(mu_);
+  return std::exchange(questions_, {});
 }
 
 std::vector<std::pair<std::string, bool>> LiveSession::TakeCommandMessages() {

@@ -66,6 +66,14 @@ class LiveSession {
   void SendCommand(ParsedCommand command);
   // One-line results of finished commands since the last call: (text, error).
   std::vector<std::pair<std::string, bool>> TakeCommandMessages();
+  // Questions raised by replies since the last call, for Controller::Ask: a
+  // `:rebalance` dry run whose plan moves experts asks whether to apply it
+  // (the plan table is in the Log by then).
+  struct Question {
+    std::string text;  // ends in "(y/n)"
+    ParsedCommand command;
+  };
+  std::vector<Question> TakeQuestions();
   // True once the engine published its lifecycle "stop" event.
   bool stop_seen() const { return stop_seen_.load(); }
   // Flushes the store (tests, headless exit) and returns the counters.
@@ -87,6 +95,7 @@ class LiveSession {
   std::atomic<bool> stop_seen_{false};
   mutable std::mutex mu_;
   std::deque<std::pair<std::string, bool>> command_messages_;  // GUARDED_BY(mu_)
+  std::vector<Question> questions_;                            // GUARDED_BY(mu_)
   TransportCounters transport_;                                // GUARDED_BY(mu_)
   std::string ended_run_;  // receiver thread only: run already marked ended
   std::thread receiver_;

@@ -126,6 +126,9 @@ int RunUi(Collector& collector, Controller& ctl, const SignalWatcher& signals, O
       ViewState& v = ctl.mutable_view();
       v.log_scroll =
           std::min<int>(v.log_scroll, std::max<int>(0, static_cast<int>(s.log.size()) - 1));
+      v.expert_layer = std::min<int>(v.expert_layer, static_cast<int>(s.phy2log.size()) - 1);
+      v.experts_scroll =
+          std::min(v.experts_scroll, ExpertsMaxScroll(s, v, (*term)->width(), (*term)->height()));
       Grid frame = DrawFrame(s, v, (*term)->width(), (*term)->height());
       const auto t2 = Clock::now();
       (*term)->Draw(frame);
@@ -248,6 +251,7 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
       },
       [&](double, Controller& c) {
         for (auto& [text, error] : session.TakeCommandMessages()) c.SetMessage(text, error);
+        for (auto& q : session.TakeQuestions()) c.Ask(std::move(q.text), std::move(q.command));
       });
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "console/collect/rebalance_text.h"
+
 namespace sy::console {
 namespace {
 
@@ -41,7 +43,9 @@ int64_t Percentile(std::vector<int64_t> values, double p) {
 }
 
 Collector::Collector(CollectorOptions options)
-    : options_(std::move(options)), heartbeat_ms_(options_.default_heartbeat_ms) {}
+    : options_(std::move(options)),
+      experts_(options_.expert_window_steps, options_.series_seconds),
+      heartbeat_ms_(options_.default_heartbeat_ms) {}
 
 void Collector::Consume(const telemetry::Message& m) {
   std::lock_guard lock(mu_);
@@ -78,7 +82,7 @@ void Collector::OnMessage(const telemetry::Meta& m) {
   if (s_.engine_state.empty() || s_.engine_state == "running" || s_.engine_state == "paused") {
     s_.engine_state = m.paused ? "paused" : "running";
   }
-  if (s_.expert_device.empty()) s_.expert_device = m.expert_device;
+  experts_.SetMetaDevices(m.expert_device);
 }
 
 void Collector::OnMessage(const telemetry::Step& m) {
@@ -151,13 +155,7 @@ void Collector::OnMessage(const telemetry::Occupancy& m) {
   s_.cur_waiting = m.waiting;
 }
 
-void Collector::OnMessage(const telemetry::ExpertLoad& m) {
-  expert_steps_.push_back(m.counts);
-  while (static_cast<int>(expert_steps_.size()) > options_.expert_window_steps) {
-    expert_steps_.pop_front();
-  }
-  if (!m.expert_device.empty()) s_.expert_device = m.expert_device;
-}
+void Collector::OnMessage(const telemetry::ExpertLoad& m) { experts_.Add(m); }
 
 void Collector::OnMessage(const telemetry::RequestDone& m) {
   ++s_.requests_seen;
@@ -178,6 +176,14 @@ void Collector::OnMessage(const telemetry::Requests& m) {
 }
 
 void Collector::OnMessage(const telemetry::Event& m) {
+  if (m.kind == "rebalance") {
+    // A plan is a table and a finished move a before/after summary: several
+    // lines, worded in rebalance_text.cc; a failure is an error.
+    ApplyRebalanceEvent(m, s_.rebalance);
+    const LogLevel level = m.phase == "failed" ? LogLevel::kError : LogLevel::kInfo;
+    for (std::string& line : RebalanceEventLines(m)) Log(m.env.t_us, level, std::move(line));
+    return;
+  }
   LogLevel level = LogLevel::kInfo;
   if (m.kind == "command") level = LogLevel::kCommand;
   // A retraction means a request lost its KV pages and recomputes: worth
@@ -215,6 +221,7 @@ void Collector::AddLog(LogLevel level, std::string text) {
 void Collector::ApplyCommandResult(const std::string& cmd, const nlohmann::json& result) {
   std::lock_guard lock(mu_);
   if (!result.is_object()) return;
+  if (cmd == "rebalance_auto") ApplyRebalanceAutoResult(result, s_.rebalance);
   if (auto p = result.find("paused"); p != result.end() && p->is_boolean()) {
     s_.paused = p->get<bool>();
     s_.engine_state = s_.paused ? "paused" : "running";
@@ -273,7 +280,7 @@ void Collector::ResetLocked() {
   ttft_.clear();
   tpot_.clear();
   finished_.clear();
-  expert_steps_.clear();
+  experts_.Reset();
   next_seq_.clear();
   have_heartbeat_time_ = false;
   heartbeat_ms_ = options_.default_heartbeat_ms;
@@ -344,30 +351,7 @@ Snapshot Collector::TakeSnapshot() const {
   s.tpot = {Percentile({tpot_.begin(), tpot_.end()}, 50),
             Percentile({tpot_.begin(), tpot_.end()}, 99), static_cast<int>(tpot_.size())};
 
-  s.expert_window_steps = static_cast<int>(expert_steps_.size());
-  for (const auto& counts : expert_steps_) {
-    if (s.expert_counts.size() < counts.size()) s.expert_counts.resize(counts.size());
-    for (size_t l = 0; l < counts.size(); ++l) {
-      auto& row = s.expert_counts[l];
-      if (row.size() < counts[l].size()) row.resize(counts[l].size(), 0);
-      for (size_t e = 0; e < counts[l].size(); ++e) row[e] += counts[l][e];
-    }
-  }
-  for (const auto& row : s.expert_counts) {
-    if (s.expert_totals.size() < row.size()) s.expert_totals.resize(row.size(), 0);
-    for (size_t e = 0; e < row.size(); ++e) s.expert_totals[e] += row[e];
-  }
-  int devices = s.have_meta ? s.meta.devices : 0;
-  for (int d : s.expert_device) devices = std::max(devices, d + 1);
-  if (!s.expert_totals.empty()) {
-    s.device_tokens.assign(std::max(devices, 0), 0);
-    for (size_t e = 0; e < s.expert_totals.size() && e < s.expert_device.size(); ++e) {
-      const int d = s.expert_device[e];
-      if (d >= 0 && d < static_cast<int>(s.device_tokens.size())) {
-        s.device_tokens[d] += s.expert_totals[e];
-      }
-    }
-  }
+  experts_.Fill(s, s.have_meta ? std::max(s.meta.devices, 0) : 0);
 
   s.finished.assign(finished_.begin(), finished_.end());
   s.log.assign(log_.begin(), log_.end());

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "console/collect/experts.h"
 #include "console/collect/snapshot.h"
 #include "telemetry/protocol.h"
 
@@ -38,6 +39,7 @@ struct CollectorOptions {
   int request_window = 1000;     // completed requests the percentiles cover
   int finished_kept = 64;        // finished requests listed in the Requests view
   int expert_window_steps = 64;  // ExpertLoad messages summed for the heatmap
+                                 // and averaged for balancedness
   size_t log_capacity = 1000;    // lines kept; older ones fall off
   // Heartbeat interval assumed before the first heartbeat announces one.
   int default_heartbeat_ms = 1000;
@@ -69,8 +71,9 @@ class Collector {
   // Console-side log line (command echo, client errors, notes).
   void AddLog(LogLevel level, std::string text);
   // Applies what an accepted command reply says about engine state (fields
-  // "paused", "state", "trace_level"/"level" in its result), so the header
-  // changes as soon as the engine confirms.
+  // "paused", "state", "trace_level"/"level" in its result, and the auto
+  // mode settings a "rebalance_auto" reply confirms), so the header and the
+  // Experts view change as soon as the engine confirms.
   void ApplyCommandResult(const std::string& cmd, const nlohmann::json& result);
 
   // Live mode: the Subscriber's own counters replace the collector's.
@@ -109,22 +112,22 @@ class Collector {
 
   const CollectorOptions options_;
   mutable std::mutex mu_;
-  Snapshot s_;                                   // GUARDED_BY(mu_): fields filled incrementally
-  std::deque<Bucket> buckets_;                   // GUARDED_BY(mu_)
-  std::deque<int64_t> ttft_;                     // GUARDED_BY(mu_)
-  std::deque<int64_t> tpot_;                     // GUARDED_BY(mu_)
-  std::deque<telemetry::RequestDone> finished_;  // GUARDED_BY(mu_)
-  std::deque<std::vector<std::vector<int64_t>>> expert_steps_;  // GUARDED_BY(mu_)
-  std::deque<LogLine> log_;                                     // GUARDED_BY(mu_)
-  std::map<std::string, uint64_t> next_seq_;                    // GUARDED_BY(mu_) per topic
-  int64_t own_received_ = 0;                                    // GUARDED_BY(mu_)
-  int64_t own_gaps_ = 0;                                        // GUARDED_BY(mu_)
-  bool have_transport_ = false;                                 // GUARDED_BY(mu_)
-  TransportCounters transport_;                                 // GUARDED_BY(mu_)
-  bool have_heartbeat_time_ = false;                            // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point last_beat_;             // GUARDED_BY(mu_)
-  int heartbeat_ms_;                                            // GUARDED_BY(mu_)
-  bool replay_ = false;                                         // GUARDED_BY(mu_)
+  Snapshot s_;                                       // GUARDED_BY(mu_): fields filled incrementally
+  std::deque<Bucket> buckets_;                       // GUARDED_BY(mu_)
+  std::deque<int64_t> ttft_;                         // GUARDED_BY(mu_)
+  std::deque<int64_t> tpot_;                         // GUARDED_BY(mu_)
+  std::deque<telemetry::RequestDone> finished_;      // GUARDED_BY(mu_)
+  ExpertTracker experts_;                            // GUARDED_BY(mu_)
+  std::deque<LogLine> log_;                          // GUARDED_BY(mu_)
+  std::map<std::string, uint64_t> next_seq_;         // GUARDED_BY(mu_) per topic
+  int64_t own_received_ = 0;                         // GUARDED_BY(mu_)
+  int64_t own_gaps_ = 0;                             // GUARDED_BY(mu_)
+  bool have_transport_ = false;                      // GUARDED_BY(mu_)
+  TransportCounters transport_;                      // GUARDED_BY(mu_)
+  bool have_heartbeat_time_ = false;                 // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point last_beat_;  // GUARDED_BY(mu_)
+  int heartbeat_ms_;                                 // GUARDED_BY(mu_)
+  bool replay_ = false;                              // GUARDED_BY(mu_)
 };
 
 }  // namespace sy::console

@@ -63,6 +63,31 @@ struct ReplayClock {
   bool playing = false;
 };
 
+// The latest live expert rebalance, from `rebalance` events and the
+// `rebalance_auto` reply (docs/PROTOCOL.md "event"). Balancedness is mean /
+// max device load (1.0 = perfect), averaged over layers here.
+struct RebalanceStatus {
+  std::string phase;  // "" (none seen), "planned", "layer", "done", "failed"
+  int64_t t_us = -1;  // engine time of the latest rebalance event
+  int layers_planned = 0;
+  int layers_done = 0;
+  int experts_moved = 0;
+  int64_t bytes = 0;
+  double before = 0;  // mean over layers
+  double after = 0;   // predicted (planned) or measured (done)
+  double longest_pause_ms = 0;
+  double moe_ms_before = 0;
+  double moe_ms_after = 0;
+  std::string error;  // failed: the engine's message
+  bool rolled_back = false;
+  // Auto mode as the engine last confirmed it (rebalance_auto reply).
+  bool auto_known = false;
+  int auto_every = 0;  // steps; 0 = off
+  double auto_min_gain = 0;
+  int auto_window = 0;
+  std::string auto_last;  // latest "auto" event: "skipped: ..." / "started: ..."
+};
+
 struct Snapshot {
   ConnState conn = ConnState::kWaiting;
   double heartbeat_age_s = 0;  // live only; wall seconds since last heartbeat
@@ -119,13 +144,34 @@ struct Snapshot {
   int64_t retractions = 0;  // scheduler "retract" events seen this run
 
   // Routed tokens summed over the last `expert_window_steps` ExpertLoad
-  // messages: expert_counts[layer][expert]; per-device totals via the
-  // expert -> device map of the newest message (or Meta's).
+  // messages: expert_counts[layer][expert]; per-device totals through the
+  // current placement (below), i.e. each expert's tokens split over its
+  // replicas; expert_device is the newest message's map (or Meta's).
   int expert_window_steps = 0;  // how many steps the sums cover
   std::vector<std::vector<int64_t>> expert_counts;
   std::vector<int64_t> expert_totals;  // per expert, all layers
   std::vector<int64_t> device_tokens;  // per device
   std::vector<int> expert_device;
+
+  // Expert placement (EPLB) from the newest ExpertLoad that carried one:
+  // phy2log[layer][slot] -> logical expert, slot_device[slot] -> device.
+  // Engines before EPLB send none; then phy2log is one slot per expert
+  // (identity) and slot_device is expert_device, so the slot map still
+  // shows where each expert lives. Empty until an ExpertLoad arrives.
+  std::vector<std::vector<int>> phy2log;
+  std::vector<int> slot_device;
+  bool placement_reported = false;  // phy2log came from the engine
+  // Window tokens per physical slot under the current placement:
+  // expert_counts[layer][e] split evenly over e's replicas in that layer.
+  std::vector<std::vector<double>> slot_tokens;
+  // Balancedness per layer (mean / max device load, 1.0 = perfect): the
+  // mean over the window's steps, and its trend as one point per second of
+  // engine time (oldest first, at most series_seconds points per layer).
+  // From the engine's `balancedness`, or computed from counts and the
+  // expert -> device map for engines that do not send it.
+  std::vector<double> balancedness;
+  std::vector<std::vector<double>> balancedness_trend;  // [layer][second]
+  RebalanceStatus rebalance;
 
   std::vector<LogLine> log;  // oldest first, bounded
 

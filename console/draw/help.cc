@@ -20,13 +20,26 @@ bool IsViewKey(const KeyBinding& b) {
   return b.action >= Action::kViewOverview && b.action <= Action::kViewRequests;
 }
 
-std::vector<const KeyBinding*> VisibleKeys(const ViewState& v) {
-  std::vector<const KeyBinding*> keys;
+// One row of the key list: neighbouring bindings with the same help text
+// share it ("Up/Down").
+struct KeyRow {
+  std::string keys;
+  std::string_view help;
+};
+
+std::vector<KeyRow> VisibleKeys(const ViewState& v) {
+  std::vector<KeyRow> rows;
+  const KeyBinding* prev = nullptr;
   for (const KeyBinding& b : KeyTable()) {
-    if (IsViewKey(b)) continue;
-    if (b.scope == KeyScope::kAll || v.replay) keys.push_back(&b);
+    if (IsViewKey(b) || (b.scope == KeyScope::kReplay && !v.replay)) continue;
+    if (prev != nullptr && prev->help == b.help && !rows.empty()) {
+      rows.back().keys += "/" + std::string(b.key);
+    } else {
+      rows.push_back(KeyRow{std::string(b.key), b.help});
+    }
+    prev = &b;
   }
-  return keys;
+  return rows;
 }
 
 std::string ViewKeysRow() {
@@ -75,7 +88,7 @@ Grid DrawHelp(const ViewState& v, Rect r) {
 
   const int inner_w = r.w - 2;
   const int right = r.w - 1;
-  const std::vector<const KeyBinding*> keys = VisibleKeys(v);
+  const std::vector<KeyRow> keys = VisibleKeys(v);
   const int columns = KeyColumns(inner_w);
   const int col_w = inner_w / columns;
   const int key_rows = static_cast<int>((keys.size() + columns - 1) / columns);
@@ -87,8 +100,8 @@ Grid DrawHelp(const ViewState& v, Rect r) {
       if (k >= keys.size()) continue;
       const int x = 1 + c * col_w;
       const int clip = std::min(right, x + col_w);
-      g.Put(x + 1, y, std::string(keys[k]->key), theme::kOverlayKey, clip);
-      g.Put(x + 10, y, std::string(keys[k]->help), theme::kOverlay, clip);
+      const int after = g.Put(x + 1, y, keys[k].keys, theme::kOverlayKey, clip);
+      g.Put(std::max(x + 10, after + 1), y, std::string(keys[k].help), theme::kOverlay, clip);
     }
   }
   if (y < r.h - 1) {

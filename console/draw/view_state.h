@@ -32,6 +32,11 @@ struct ViewState {
   double collect_ms = 0;
   double draw_ms = 0;
   int log_scroll = 0;  // lines scrolled up from the newest
+  // Experts view: rows scrolled down from the top (clamped when drawn), and
+  // the layer whose physical slots are shown: -1 follows the least balanced
+  // layer, 0.. picks one ('[' / ']').
+  int experts_scroll = 0;
+  int expert_layer = -1;
 
   bool command_active = false;
   std::string command_text;  // without the ':'

@@ -19,7 +19,11 @@ namespace sy::console {
 Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r);
 Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r);
 Grid DrawMemory(const Snapshot& s, const ViewState& v, Rect r);
+// Scrolls (v.experts_scroll rows) when its sections do not fit; the title
+// row stays and the last row tells the position.
 Grid DrawExperts(const Snapshot& s, const ViewState& v, Rect r);
+// The largest useful v.experts_scroll for a frame of width x height.
+int ExpertsMaxScroll(const Snapshot& s, const ViewState& v, int width, int height);
 Grid DrawLog(const Snapshot& s, const ViewState& v, Rect r);
 // Running and waiting requests of the latest `requests` snapshot with their
 // progress, then the most recent finished requests.

@@ -1,6 +1,7 @@
 #include "console/input/command_line.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "console/draw/grid.h"
@@ -16,6 +17,9 @@ constexpr CommandSpec kTable[] = {
     {"describe", "", "ask the engine for model, layout and devices", false, false},
     {"cancel", "ID", "cancel a request by id (Requests view); asks y/n", false, true},
     {"flush_cache", "", "drop every unpinned prefix-cache entry (asks y/n)", false, true},
+    {"rebalance", "[N] [POLICY]", "plan from last N steps, show it, ask y/n (! skips)", false,
+     true},
+    {"rebalance_auto", "N|off", "auto-rebalance every N steps (add GAIN: min gain)", false, false},
     {"stop", "", "stop the engine (asks y/n; ':stop!' does not)", false, true},
     {"quit", "", "quit the console (the engine keeps running)", true, false},
     {"help", "", "show the help overlay", true, false},
@@ -39,6 +43,78 @@ std::string KnownCommands() {
 }
 
 std::string Levels() { return "off|summary|full"; }
+
+std::string Policies() { return "auto|global|hierarchical"; }
+
+std::string DisruptiveCommands() {
+  std::string s;
+  for (const CommandSpec& c : kTable) {
+    if (c.disruptive) s += (s.empty() ? "" : ", ") + std::string(c.name);
+  }
+  return s;
+}
+
+bool AllDigits(const std::string& w, size_t max_len) {
+  return !w.empty() && w.size() <= max_len &&
+         std::all_of(w.begin(), w.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// `rebalance[!] [N] [POLICY]`, in either order.
+Status ParseRebalance(const std::vector<std::string>& words, bool bang, ParsedCommand& out) {
+  std::string window, policy;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (AllDigits(w, 7)) {
+      if (!window.empty()) return InvalidArgument("rebalance takes one window (got '" + w + "')");
+      if (std::stoll(w) < 1) return InvalidArgument("rebalance window must be at least 1 step");
+      window = w;
+    } else if (std::find(std::begin(kRebalancePolicies), std::end(kRebalancePolicies), w) !=
+               std::end(kRebalancePolicies)) {
+      if (!policy.empty()) return InvalidArgument("rebalance takes one policy (got '" + w + "')");
+      policy = w;
+    } else {
+      return InvalidArgument("bad rebalance argument '" + w + "': expected a window in steps or " +
+                             Policies());
+    }
+  }
+  out.preview = !bang;
+  out.request.args["dry_run"] = !bang;
+  if (!window.empty()) out.request.args["window"] = std::stoll(window);
+  if (!policy.empty()) out.request.args["policy"] = policy;
+  out.text = std::string(bang ? "rebalance!" : "rebalance") + (window.empty() ? "" : " " + window) +
+             (policy.empty() ? "" : " " + policy);
+  return Status::Ok();
+}
+
+// `rebalance_auto N [GAIN]` or `rebalance_auto off`.
+Status ParseRebalanceAuto(const std::vector<std::string>& words, ParsedCommand& out) {
+  const std::string usage = "rebalance_auto N [GAIN] (every N steps; 0 or off stops)";
+  if (words.size() < 2 || words.size() > 3) return InvalidArgument("usage: " + usage);
+  out.request.cmd = "rebalance_auto";
+  const std::string& every = words[1];
+  if (every == "off") {
+    if (words.size() > 2) return InvalidArgument("rebalance_auto off takes nothing more");
+    out.request.args["every"] = 0;
+    out.text = "rebalance_auto off";
+    return Status::Ok();
+  }
+  if (!AllDigits(every, 9)) {
+    return InvalidArgument("bad rebalance_auto interval '" + every + "': expected steps or off");
+  }
+  out.request.args["every"] = std::stoll(every);
+  out.text = "rebalance_auto " + every;
+  if (words.size() == 3) {
+    const std::string& g = words[2];
+    char* end = nullptr;
+    const double gain = std::strtod(g.c_str(), &end);
+    if (g.empty() || end != g.c_str() + g.size() || !(gain >= 0 && gain <= 1)) {
+      return InvalidArgument("bad min gain '" + g + "': expected a number from 0 to 1");
+    }
+    out.request.args["min_gain"] = gain;
+    out.text += " " + g;
+  }
+  return Status::Ok();
+}
 
 std::string CommonPrefix(const std::vector<std::string>& v) {
   if (v.empty()) return "";
@@ -70,7 +146,7 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     return InvalidArgument("unknown command '" + words[0] + "' (try: " + KnownCommands() + ")");
   }
   if (bang && !it->disruptive) {
-    return InvalidArgument("'!' only applies to cancel, flush_cache and stop, not to '" + name +
+    return InvalidArgument("'!' only applies to " + DisruptiveCommands() + ", not to '" + name +
                            "'");
   }
   ParsedCommand out;
@@ -91,6 +167,15 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     out.text = "trace " + level;
     return out;
   }
+  if (name == "rebalance") {
+    out.needs_confirm = false;  // the plan is the question (preview)
+    RETURN_IF_ERROR(ParseRebalance(words, bang, out));
+    return out;
+  }
+  if (name == "rebalance_auto") {
+    RETURN_IF_ERROR(ParseRebalanceAuto(words, out));
+    return out;
+  }
   if (name == "cancel") {
     if (words.size() != 2) return InvalidArgument("cancel needs one request id: cancel ID");
     const std::string& id = words[1];
@@ -106,6 +191,14 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     return InvalidArgument(name + " takes no arguments (got '" + words[1] + "')");
   }
   out.text = name + (bang ? "!" : "");
+  return out;
+}
+
+ParsedCommand ConfirmedRebalance(const ParsedCommand& preview) {
+  ParsedCommand out = preview;
+  out.preview = false;
+  out.request.args["dry_run"] = false;
+  out.text = "rebalance!" + preview.text.substr(std::string_view("rebalance").size());
   return out;
 }
 
@@ -130,17 +223,27 @@ Completion Complete(std::string_view line) {
     }
     return c;
   }
+  // The word being typed is completed from the command's word list; the
+  // words before it are kept as typed.
   const std::string cmd = s.substr(0, space);
-  std::string arg = s.substr(space);
-  arg.erase(0, arg.find_first_not_of(' '));
-  if (cmd != "trace" || arg.find(' ') != std::string::npos) return c;
-  for (std::string_view level : kTraceLevels) {
-    if (level.substr(0, arg.size()) == arg) c.candidates.emplace_back(level);
+  const size_t last = s.find_last_of(' ');
+  const std::string head = s.substr(0, last + 1);
+  const std::string arg = s.substr(last + 1);
+  std::vector<std::string_view> words;
+  if (cmd == "trace" && head.find_first_not_of(' ', space) == std::string::npos) {
+    words.assign(std::begin(kTraceLevels), std::end(kTraceLevels));
+  } else if (cmd == "rebalance" || cmd == "rebalance!") {
+    words.assign(std::begin(kRebalancePolicies), std::end(kRebalancePolicies));
+  } else if (cmd == "rebalance_auto" && head.find_first_not_of(' ', space) == std::string::npos) {
+    words = {"off"};
+  }
+  for (std::string_view w : words) {
+    if (w.substr(0, arg.size()) == arg) c.candidates.emplace_back(w);
   }
   if (c.candidates.size() == 1) {
-    c.line = "trace " + c.candidates[0];
+    c.line = head + c.candidates[0];
   } else if (!c.candidates.empty()) {
-    c.line = "trace " + CommonPrefix(c.candidates);
+    c.line = head + CommonPrefix(c.candidates);
   }
   return c;
 }

@@ -33,25 +33,42 @@ struct CommandSpec {
 
 std::span<const CommandSpec> CommandTable();
 inline constexpr std::string_view kTraceLevels[] = {"off", "summary", "full"};
+// EPLB policies `:rebalance` accepts (docs/PROTOCOL.md 7.4 "rebalance").
+inline constexpr std::string_view kRebalancePolicies[] = {"auto", "global", "hierarchical"};
 
 struct ParsedCommand {
   std::string name;  // "pause", "quit", ...
   std::string text;  // normalised text as typed, e.g. "trace full"
   bool local = false;
-  bool needs_confirm = false;         // disruptive and typed without '!'
+  bool needs_confirm = false;  // disruptive and typed without '!'
+  // `:rebalance` without '!': a dry run whose plan is shown and then asked
+  // about (y/n); yes sends ConfirmedRebalance(this).
+  bool preview = false;
   telemetry::CommandRequest request;  // for engine commands; id left null
 };
 
 // `line` is what follows ':' (surrounding blanks ignored). INVALID_ARGUMENT
 // for an empty line, an unknown command (message lists the known ones), a
 // missing, extra or bad argument; '!' on a command that is not disruptive.
+//
+//   rebalance [N] [POLICY]   {"cmd":"rebalance","args":{"dry_run":true[,"window":N]
+//                             [,"policy":P]}}, preview; "rebalance!" sends
+//                             dry_run false at once. N: 1..1000000 steps.
+//   rebalance_auto N [GAIN]  {"cmd":"rebalance_auto","args":{"every":N[,"min_gain":GAIN]}}
+//   rebalance_auto off       every 0. GAIN: a number in [0, 1].
 Result<ParsedCommand> ParseCommand(std::string_view line);
+
+// The command that applies what the dry run `preview` planned: the same
+// window and policy with dry_run false (text "rebalance! ...").
+// REQUIRES: preview.preview.
+ParsedCommand ConfirmedRebalance(const ParsedCommand& preview);
 
 struct Completion {
   std::string line;                     // the line after completion
   std::vector<std::string> candidates;  // all matches (shown when > 1)
 };
-// Completes the command name, or the trace level after "trace ". A unique
+// Completes the command name, the trace level after "trace ", the policy
+// after "rebalance ... " and "off" after "rebalance_auto ". A unique
 // match gets a trailing space when the command takes arguments.
 Completion Complete(std::string_view line);
 

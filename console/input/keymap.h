@@ -7,7 +7,7 @@
 // Key names are what console/term produces: a printable character as itself
 // ("q", ":", "1", "+"), or a name: "Space", "Tab", "BackTab", "Enter", "Esc",
 // "Backspace", "Delete", "Up", "Down", "Left", "Right", "Home", "End",
-// "PageUp", "PageDown", "Resize".
+// "PageUp", "PageDown", "Resize", and "[" / "]".
 //
 // Thread-safety: immutable data.
 #pragma once
@@ -41,6 +41,8 @@ enum class Action {
   kScrollDown,
   kPageUp,
   kPageDown,
+  kPrevLayer,  // Experts view: the layer whose slots are shown
+  kNextLayer,
   kDebug,
   kPlayPause,
   kFaster,
@@ -60,6 +62,8 @@ struct KeyBinding {
   std::string_view help;
 };
 
+// Neighbouring entries with the same `help` are one row of the help overlay
+// ("Up/Down  scroll up / down ..."), so pairs of keys cost one line.
 std::span<const KeyBinding> KeyTable();
 // The action bound to `key`; replay-only keys match only when `replay`.
 std::optional<Action> LookupKey(std::string_view key, bool replay);

@@ -13,8 +13,8 @@
 // logical expert with several replicas splits its tokens evenly over them.
 //
 //   ASSIGN_OR_RETURN(ExpertStats stats, ExpertStats::Create(layers, experts));
-//   ASSIGN_OR_RETURN(Placement p, Placement::FromExpertDevice(layout.expert_device(),
-//                                                            layout.devices(), layers));
+//   ASSIGN_OR_RETURN(Placement p, Placement::FromExpertDevice(runner.expert_device(),
+//                                                            runner.devices(), layers));
 //   RETURN_IF_ERROR(stats.Record(step, out.expert_counts, &p));   // once per step
 //   ASSIGN_OR_RETURN(Balancedness b, stats.WindowBalancedness(100, p));
 //   RETURN_IF_ERROR(stats.DumpJson("/tmp/load.json", 1000, p));
@@ -50,7 +50,7 @@ class Placement {
   // The EPLB form: slots device-major, slot s on device s / (N / devices).
   // REQUIRES: every layer has N slots with N % devices == 0, N >= devices.
   static Result<Placement> FromDeviceMajor(std::vector<std::vector<int>> phy2log, int devices);
-  // Today's engine (ExpertLayout): one slot per logical expert, slot e holds
+  // One slot per logical expert (an expert -> device table): slot e holds
   // expert e on expert_device[e] (round-robin e % P is not device-major, hence
   // the general form), the same in each of `layers` layers.
   static Result<Placement> FromExpertDevice(const std::vector<int>& expert_device, int devices,

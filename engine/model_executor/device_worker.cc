@@ -14,20 +14,22 @@ constexpr int64_t kF = sizeof(float);
 }  // namespace
 
 DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& options, int rank,
-                           const ExpertLayout* layout, InProcCommunicator* comm,
+                           const ExpertMap* map, InProcCommunicator* comm,
                            SpanRecorder::Clock::time_point epoch)
     : config_(config),
       options_(options),
       rank_(rank),
-      layout_(layout),
+      map_(map),
       shape_{config.heads, config.kv_heads, config.head_dim},
       q_cols_(config.heads * config.head_dim),
       kv_cols_(config.kv_heads * config.head_dim),
       qkv_cols_(q_cols_ + 2 * kv_cols_),
       recorder_(rank, epoch),
-      moe_(config, rank, layout, comm),
+      moe_(config, rank, map, comm,
+           RouterSkew{.skew = options.router_skew, .drift_steps = options.skew_drift_steps}),
       rope_(config.max_seq, config.hybrid() ? 2 : config.head_dim, config.rope_theta),
-      first_moe_(std::min(config.first_k_dense_replace, config.layers)) {
+      first_moe_(std::min(config.first_k_dense_replace, config.layers)),
+      slots_(map->device_slots(rank)) {
   if (config.hybrid()) {
     mla_ = std::make_unique<MlaAttention>(config);
     linear_ = std::make_unique<LinearAttention>(
@@ -41,7 +43,7 @@ DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& 
 }
 
 void DeviceWorker::Build() {
-  const std::vector<int> local = layout_->local_experts(rank_);
+  const std::vector<int> local = map_->ExpertsOnDevice(rank_);
   if (options_.checkpoint != nullptr) {
     Result<ModelWeights> w = options_.checkpoint->Load(local);
     if (!w.ok()) {
@@ -78,26 +80,25 @@ void DeviceWorker::Build() {
 Status DeviceWorker::BuildExperts() {
   const int moe_layers = config_.layers - first_moe_;
   if (moe_layers > 0 &&
-      UnifiedExpertBuffer::CheckLayout(*layout_, config_.expert_inter, config_.hidden).ok()) {
+      UnifiedExpertBuffer::CheckMap(*map_, config_.expert_inter, config_.hidden).ok()) {
     Result<std::unique_ptr<UnifiedExpertBuffer>> buf =
-        UnifiedExpertBuffer::Create(rank_, *layout_, config_.expert_inter, config_.hidden,
+        UnifiedExpertBuffer::Create(rank_, *map_, config_.expert_inter, config_.hidden,
                                     std::span<LayerWeights>(weights_.layers).subspan(first_moe_));
     if (!buf.ok()) return buf.status();
     expert_buffer_ = std::move(buf).value();
   }
-  const int e_count = config_.experts;
-  expert_views_.assign(static_cast<size_t>(moe_layers) * e_count, SwigluView{});
+  expert_views_.assign(static_cast<size_t>(moe_layers) * slots_, SwigluView{});
   for (int i = 0; i < moe_layers; ++i) {
-    SwigluView* row = &expert_views_[static_cast<size_t>(i) * e_count];
+    SwigluView* row = &expert_views_[static_cast<size_t>(i) * slots_];
     if (expert_buffer_ == nullptr) {
       const LayerWeights& w = weights_.layers[first_moe_ + i];
-      for (int e = 0; e < e_count; ++e) row[e] = ViewOf(w.experts[e]);
+      const std::vector<int> ids = map_->LocalExperts(first_moe_ + i, rank_);
+      for (int k = 0; k < slots_; ++k) row[k] = ViewOf(w.experts[ids[k]]);
       continue;
     }
-    const std::vector<int>& ids = expert_buffer_->local_ids();
-    for (size_t k = 0; k < ids.size(); ++k) {
-      const EpExpertView v = expert_buffer_->EpExpert(i, static_cast<int>(k));
-      row[ids[k]] = {.gate_up = v.gate_up, .down = v.down, .inter = config_.expert_inter};
+    for (int k = 0; k < slots_; ++k) {
+      const EpExpertView v = expert_buffer_->EpExpert(i, k);
+      row[k] = {.gate_up = v.gate_up, .down = v.down, .inter = config_.expert_inter};
     }
   }
   return Status::Ok();
@@ -133,6 +134,7 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
         .checkpoint_at = seq.checkpoint_slot >= 0 ? seq.checkpoint_len - seq.start_pos : 0});
   }
 
+  moe_.set_step(batch.step);
   CopyCheckpoints(batch, local);
   Embed(batch, local, tokens);
   for (int l = 0; l < config_.layers; ++l) {
@@ -182,8 +184,8 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
     }
     // Every device joins the MoE collectives, with zero tokens when idle.
     assert(expert_buffer_ == nullptr || expert_buffer_->mode() == ParallelMode::kEP);
-    moe_.Forward(l, w, &expert_views_[static_cast<size_t>(l - first_moe_) * config_.experts],
-                 xn_.data(), tokens, moe_out_.data(), &recorder_,
+    moe_.Forward(l, w, &expert_views_[static_cast<size_t>(l - first_moe_) * slots_], xn_.data(),
+                 tokens, moe_out_.data(), &recorder_,
                  counts->data() + static_cast<size_t>(l) * config_.experts);
     for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
   }

@@ -20,16 +20,22 @@
 // checkpoint_slot / checkpoint_at (= checkpoint_len - start_pos).
 // A device with no sequences still runs every MoE layer (its collectives).
 //
-// Routed experts: when the model has MoE layers, P divides both E and
-// expert_inter and every device owns E/P experts, Build moves the device's local experts into a
-// UnifiedExpertBuffer (engine/parallelism/expert_buffer.h; the expert
-// vectors are freed) and the EP MoE layer reads them through its EP alias;
-// otherwise (e.g. P = 3 over 8 experts) they stay in LayerWeights::experts.
-// Either way EpMoeLayer gets one SwigluView per expert id, built once: the
-// buffer's addresses never move, so the views survive a round trip TP->EP.
+// Routed experts: the device builds (or loads) every expert the ExpertMap
+// places in its slots (ExpertMap::ExpertsOnDevice). When the model has MoE
+// layers and every device holds the same number of slots (map.uniform()),
+// Build moves them into a UnifiedExpertBuffer (engine/parallelism/
+// expert_buffer.h; the expert vectors are freed) and the EP MoE layer reads
+// them through its EP alias; otherwise (e.g. the round-robin map of P = 3
+// over 8 experts) they stay in LayerWeights::experts. Either way EpMoeLayer
+// gets one SwigluView per MoE layer per local slot, built once: the buffer's
+// addresses never move, so the views survive a round trip TP->EP and a live
+// expert move (UnifiedExpertBuffer::CommitStaged copies in place).
 //
 // Thread-safety: Build and Forward run on the device's own thread only; the
-// accessors are for the runner thread between steps.
+// accessors are for the runner thread between steps, except that the
+// buffer's staging slot (UnifiedExpertBuffer::StagingExpert) may be written
+// and its EP alias read from another thread during Forward: Forward never
+// touches the staging slot and only reads the alias.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +52,7 @@
 #include "engine/model/weights.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/moe/ep_moe.h"
-#include "engine/moe/layout.h"
+#include "engine/moe/expert_map.h"
 #include "engine/parallelism/expert_buffer.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
@@ -64,7 +70,7 @@ struct StepSink {
 class DeviceWorker {
  public:
   DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& options, int rank,
-               const ExpertLayout* layout, InProcCommunicator* comm,
+               const ExpertMap* map, InProcCommunicator* comm,
                SpanRecorder::Clock::time_point epoch);
 
   // Builds (or loads from options.checkpoint) this device's weight shard and
@@ -73,6 +79,8 @@ class DeviceWorker {
   void Build();
   const Status& build_status() const { return build_status_; }
 
+  // `map` (the runner's placement) must outlive the worker; it may change
+  // only between Forwards.
   // Runs the step for seqs[i] of `batch`, i in `local` (all homed here).
   // counts: [layers x experts] routed tokens of this device's tokens, added to.
   // REQUIRES: Build() ran; the batch passed ModelRunner's validation.
@@ -95,14 +103,14 @@ class DeviceWorker {
   void DenseMlp(int layer, const LayerWeights& w, int tokens);
   void Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
             const StepSink& sink);
-  // Moves the local experts into expert_buffer_ when the shape allows it and
+  // Moves the slots' experts into expert_buffer_ when the map allows it and
   // fills expert_views_ from wherever they then live.
   Status BuildExperts();
 
   const ModelConfig config_;
   const ModelRunnerOptions options_;
   const int rank_;
-  const ExpertLayout* layout_;
+  const ExpertMap* map_;
   const AttentionShape shape_;
   const int q_cols_, kv_cols_, qkv_cols_;
   SpanRecorder recorder_;
@@ -117,7 +125,8 @@ class DeviceWorker {
   std::vector<SeqRows> seq_rows_;            // this step's local seqs
   const int first_moe_;                      // first MoE layer (= first_k_dense_replace)
   std::unique_ptr<UnifiedExpertBuffer> expert_buffer_;
-  std::vector<SwigluView> expert_views_;  // [MoE layers x experts]
+  const int slots_;                       // this device's expert slots per layer
+  std::vector<SwigluView> expert_views_;  // [MoE layers x slots_]
   Status build_status_;
 
   // Scratch reused across steps; capacity only grows.

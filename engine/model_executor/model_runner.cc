@@ -9,13 +9,14 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "engine/distributed/inproc_communicator.h"
 #include "engine/model_executor/device_worker.h"
-#include "engine/moe/layout.h"
+#include "engine/model_executor/expert_mover.h"
 
 namespace sy::engine {
 
@@ -108,15 +109,14 @@ Status ValidateSlotsAcrossSeqs(const BatchInput& batch) {
 // worker holds no lock while it computes.
 class ModelRunnerImpl final : public ModelRunner {
  public:
-  ModelRunnerImpl(const ModelConfig& config, const ModelRunnerOptions& options)
+  ModelRunnerImpl(const ModelConfig& config, const ModelRunnerOptions& options, ExpertMap map)
       : config_(config),
         options_(options),
         epoch_(SpanRecorder::Clock::now()),
-        layout_(ExpertLayout::RoundRobin(config.experts, options.devices)),
+        map_(std::move(map)),
         comm_(options.devices) {
     for (int d = 0; d < options.devices; ++d) {
-      workers_.push_back(
-          std::make_unique<DeviceWorker>(config, options, d, &layout_, &comm_, epoch_));
+      workers_.push_back(std::make_unique<DeviceWorker>(config, options, d, &map_, &comm_, epoch_));
     }
     local_.resize(options.devices);
     counts_.resize(options.devices);
@@ -125,6 +125,9 @@ class ModelRunnerImpl final : public ModelRunner {
     }
     job_ = Job{JobKind::kBuild};
     RunJob();
+    std::vector<UnifiedExpertBuffer*> buffers;
+    for (const auto& w : workers_) buffers.push_back(w->expert_buffer());
+    mover_ = std::make_unique<ExpertMover>(&map_, std::move(buffers));
   }
 
   ~ModelRunnerImpl() override {
@@ -181,7 +184,21 @@ class ModelRunnerImpl final : public ModelRunner {
   int devices() const override { return options_.devices; }
   KvPool& kv_pool(int device) override { return workers_[device]->pool(); }
   StatePool& state_pool(int device) override { return workers_[device]->state_pool(); }
-  std::vector<int> expert_device() const override { return layout_.expert_device(); }
+  std::vector<int> expert_device() const override {
+    const int layer = std::min(map_.first_moe(), map_.layers() - 1);
+    std::vector<int> out(config_.experts);
+    for (int e = 0; e < config_.experts; ++e) {
+      out[e] = map_.slot_device(map_.replicas(layer, e)[0]);
+    }
+    return out;
+  }
+  const ExpertMap& expert_map() const override { return map_; }
+  Result<ExpertMoveStats> StageExpertLayer(int layer, const std::vector<int>& phy2log_row,
+                                           int64_t fail_after_bytes) override {
+    return mover_->Stage(layer, phy2log_row, fail_after_bytes);
+  }
+  Result<ExpertMoveStats> CommitExpertLayer(int layer) override { return mover_->Commit(layer); }
+  void AbortStagedExpertLayer() override { mover_->Abort(); }
   SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
 
  private:
@@ -310,9 +327,12 @@ class ModelRunnerImpl final : public ModelRunner {
   const ModelConfig config_;
   const ModelRunnerOptions options_;
   const SpanRecorder::Clock::time_point epoch_;
-  const ExpertLayout layout_;
+  // Read by the workers during a step; replaced row by row only by
+  // mover_->Commit on the runner thread between steps.
+  ExpertMap map_;
   InProcCommunicator comm_;
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
+  std::unique_ptr<ExpertMover> mover_;
 
   // Written by the runner thread before a job is published, read by workers
   // during it (the generation bump under mu_ orders the two).
@@ -334,8 +354,8 @@ class ModelRunnerImpl final : public ModelRunner {
 // Refuses a model that cannot fit in this machine's memory before trying to
 // build it (ling3-tiny is 7B parameters: the OOM killer would be the only
 // error message otherwise). Replicated tensors exist once per device; routed
-// experts once in total.
-Status CheckMemory(const ModelConfig& c, const ModelRunnerOptions& o) {
+// experts once per physical slot (N = `slots` per layer).
+Status CheckMemory(const ModelConfig& c, const ModelRunnerOptions& o, int slots) {
   const int64_t expert_params = [&] {
     int64_t n = 0;
     for (int l = 0; l < c.layers; ++l) {
@@ -343,14 +363,15 @@ Status CheckMemory(const ModelConfig& c, const ModelRunnerOptions& o) {
     }
     return n;
   }();
+  const double slot_params = static_cast<double>(expert_params) * slots / c.experts;
   const int64_t replicated = c.ParamCount() - expert_params;
   const int64_t kv = static_cast<int64_t>(o.kv_pages_per_device) * o.page_size *
                      c.full_attention_layers() * c.kv_floats_per_token_layer();
   const int64_t state = c.linear_layers() > 0 ? static_cast<int64_t>(o.state_slots_per_device) *
                                                     c.linear_layers() * c.state_floats_per_layer()
                                               : 0;
-  const double need = 4.0 * (static_cast<double>(replicated + kv + state) * o.devices +
-                             static_cast<double>(expert_params));
+  const double need =
+      4.0 * (static_cast<double>(replicated + kv + state) * o.devices + slot_params);
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   if (have > 0 && need > 0.9 * have) {
     char buf[256];
@@ -384,10 +405,28 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::Create(const ModelConfig& conf
         "layers, got " +
         std::to_string(options.state_slots_per_device));
   }
-  RETURN_IF_ERROR(CheckMemory(config, options));
+  if (!std::isfinite(options.router_skew) || options.router_skew < 0.0) {
+    return InvalidArgument("router_skew must be finite and >= 0, got " +
+                           std::to_string(options.router_skew));
+  }
+  if (options.skew_drift_steps < 0) {
+    return InvalidArgument("skew_drift_steps must be >= 0, got " +
+                           std::to_string(options.skew_drift_steps));
+  }
+  const int first_moe = std::min(config.first_k_dense_replace, config.layers);
+  std::optional<ExpertMap> map;
+  if (options.expert_phy2log.empty()) {
+    map = ExpertMap::RoundRobin(config.layers, first_moe, config.experts, options.devices);
+  } else {
+    Result<ExpertMap> m = ExpertMap::DeviceMajor(config.layers, first_moe, config.experts,
+                                                 options.devices, options.expert_phy2log);
+    if (!m.ok()) return m.status();
+    map = std::move(m).value();
+  }
+  RETURN_IF_ERROR(CheckMemory(config, options, map->slots()));
   // Device workers are the parallelism; BLAS threads would oversubscribe.
   openblas_set_num_threads(1);
-  auto runner = std::make_unique<ModelRunnerImpl>(config, options);
+  auto runner = std::make_unique<ModelRunnerImpl>(config, options, std::move(*map));
   RETURN_IF_ERROR(runner->BuildStatus());
   return std::unique_ptr<ModelRunner>(std::move(runner));
 }

@@ -3,9 +3,11 @@
 // ModelRunner: runs one forward step of the MoE transformer over P virtual
 // devices, each a worker thread that owns its shard of the weights and its own
 // KvPool. Attention is data-parallel (a request's KV lives on exactly one
-// device, the one the scheduler assigned); the MoE is expert-parallel: device d
-// owns experts {e : e % P == d}; each token is dispatched (all-to-all) to the
-// devices owning its top-k experts, computed there, and combined back
+// device, the one the scheduler assigned); the MoE is expert-parallel: an
+// ExpertMap (engine/moe/expert_map.h) places each layer's N >= E physical
+// expert slots on the devices (default: device d holds experts
+// {e : e % P == d}); each token is dispatched (all-to-all) to a replica of
+// each of its top-k experts, computed there, and combined back
 // (all-to-all) to its home device. Embedding, attention, norms, router, the
 // shared expert and the LM head are replicated on every device.
 //
@@ -15,8 +17,10 @@
 // Output for a request does not depend on P, nor on which device holds it,
 // beyond float summation-order noise (tested in model_runner_test).
 //
-// Thread-safety: Step and the pool accessors are called from one thread (the
-// scheduler's). Step blocks until all device workers finish the step.
+// Thread-safety: Step, the accessors and Commit/AbortStagedExpertLayer are
+// called from one thread (the scheduler's, "the runner thread"); Step
+// blocks until all device workers finish the step. StageExpertLayer alone
+// may run on another thread, also during a Step.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@
 #include "base/status.h"
 #include "engine/attention/linear_attention.h"
 #include "engine/model/config.h"
+#include "engine/moe/expert_map.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
@@ -50,6 +55,32 @@ struct ModelRunnerOptions {
   // prefill uses it or the token-by-token recurrence (benchmarks compare).
   int linear_chunk = 64;
   PrefillMode linear_prefill = PrefillMode::kChunked;
+  // Routed-expert placement (engine/moe/expert_map.h): phy2log rows, one per
+  // model layer (dense layers' rows are ignored), N = row length >= experts
+  // physical slots, N / devices on each device (device-major). Empty: the
+  // round-robin map without redundant experts. N > experts gives N - E
+  // redundant experts (exact copies). INVALID_ARGUMENT from Create for a row
+  // ExpertMap::DeviceMajor refuses. (The "= {}" lets designated
+  // initializers omit the field under -Wmissing-field-initializers.)
+  std::vector<std::vector<int>> expert_phy2log = {};
+  // Skewed routing (issue 6: makes load imbalance visible on tiny models): a
+  // router bias skew * log(1 / (rank + 1)) added to every MoE layer's logits,
+  // where rank is the expert's place in a pseudo-random order fixed by
+  // (layer, step / drift_steps) (EpMoeLayer's RouterSkew), so the hot experts
+  // differ by layer, fall on devices by chance and move every drift_steps
+  // steps (0: never). skew = 0 (default) adds nothing and changes no number.
+  double router_skew = 0.0;
+  int skew_drift_steps = 0;
+};
+
+// Rebalance figures for one layer (StageExpertLayer + CommitExpertLayer).
+struct ExpertMoveStats {
+  int layer = 0;
+  int experts_moved = 0;     // slots whose logical expert changed, over all devices
+  int64_t bytes_copied = 0;  // expert weight bytes written into staging slots
+  int64_t peer_bytes = 0;    // of which read from another device's memory
+  double stage_ms = 0;       // StageExpertLayer wall time
+  double commit_ms = 0;      // CommitExpertLayer wall time (the serving pause)
 };
 
 // One request's slice of a step: a prompt chunk (prefill) or one token (decode).
@@ -99,7 +130,9 @@ struct StepOutput {
 
 class ModelRunner {
  public:
-  // INVALID_ARGUMENT if the config is invalid or devices < 1.
+  // INVALID_ARGUMENT if the config is invalid, devices < 1, a pool size is
+  // < 1, expert_phy2log is refused by ExpertMap::DeviceMajor (its message),
+  // router_skew is negative or not finite, or skew_drift_steps < 0.
   static Result<std::unique_ptr<ModelRunner>> Create(const ModelConfig& config,
                                                      const ModelRunnerOptions& options);
   virtual ~ModelRunner() = default;
@@ -127,8 +160,40 @@ class ModelRunner {
   virtual KvPool& kv_pool(int device) = 0;
   // Recurrent-state pool of `device`; empty (0 slots) for models without linear layers.
   virtual StatePool& state_pool(int device) = 0;
-  // expert id -> owning device.
+  // expert id -> device of its first replica in the first MoE layer.
   virtual std::vector<int> expert_device() const = 0;
+  // The live placement; changes only in CommitExpertLayer.
+  virtual const ExpertMap& expert_map() const = 0;
+
+  // Live expert rebalance, one layer at a time (engine/eplb/rebalancer.h
+  // drives it). StageExpertLayer copies, on every device, the weights of
+  // `layer`'s new row into that device's staging slot (the spare slot of
+  // its UnifiedExpertBuffer), reading each expert from this device if it
+  // holds it under the current map, else from the device of its first
+  // replica. It may run on any thread WHILE Step runs on the runner thread:
+  // it only reads live expert slots (which Step only reads) and writes
+  // staging slots (which Step never reads). CommitExpertLayer, on the runner
+  // thread between steps, copies each device's staging slot over its live
+  // slot of `layer` and replaces the map row; its time is the serving pause.
+  // At most one layer is staged at a time: Stage(l), Commit(l), Stage(l')...
+  // FAILED_PRECONDITION (nothing changed) when the devices hold unequal slot
+  // counts (no unified buffer: N % devices != 0, or the shape does not fit
+  // one), when the experts are in the TP layout, when another layer is
+  // staged and not committed (Stage) or none is (Commit), or for a dense
+  // layer; INVALID_ARGUMENT for a row ExpertMap::SetLayer refuses.
+  // Only slots whose expert changes are staged and copied (experts_moved,
+  // bytes_copied). Commit also fails (FAILED_PRECONDITION, the staging
+  // dropped) when the expert buffers were resharded since the Stage.
+  // `fail_after_bytes` >= 0 injects a failure (tests): staging stops once
+  // it has copied that many bytes (if the layer needs more) and returns
+  // UNAVAILABLE "injected ..."; the map and every live slot are unchanged
+  // and nothing is staged. AbortStagedExpertLayer during a Stage on another
+  // thread makes that Stage stop and return UNAVAILABLE "... aborted".
+  virtual Result<ExpertMoveStats> StageExpertLayer(int layer, const std::vector<int>& phy2log_row,
+                                                   int64_t fail_after_bytes = -1) = 0;
+  virtual Result<ExpertMoveStats> CommitExpertLayer(int layer) = 0;
+  // Drops a staged, uncommitted row (nothing live changes). OK when none.
+  virtual void AbortStagedExpertLayer() = 0;
   virtual SpanRecorder::Clock::time_point epoch() const = 0;
 };
 

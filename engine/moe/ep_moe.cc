@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 
 #include "engine/model/layers.h"
@@ -18,15 +19,16 @@ int32_t BitsInt(float f) { return std::bit_cast<int32_t>(f); }
 
 }  // namespace
 
-EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertLayout* layout,
-                       Communicator* comm)
+EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertMap* map,
+                       Communicator* comm, RouterSkew skew)
     : config_(config),
       rank_(rank),
-      layout_(layout),
+      map_(map),
       comm_(comm),
       hidden_(config.hidden),
-      top_k_(config.top_k) {
-  assert(layout->devices() == comm->size() && layout->experts() == config.experts);
+      top_k_(config.top_k),
+      skew_(skew) {
+  assert(map->devices() == comm->size() && map->experts() == config.experts);
   send_.resize(comm->size());
   recv_.resize(comm->size());
   back_.resize(comm->size());
@@ -36,16 +38,15 @@ EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertLayout* 
 void EpMoeLayer::Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
                          SpanRecorder* rec, int64_t* counts) {
   views_.clear();
-  for (const SwigluWeights& e : w.experts) views_.push_back(ViewOf(e));
+  for (int e : map_->LocalExperts(layer, rank_)) views_.push_back(ViewOf(w.experts[e]));
   Forward(layer, w, views_.data(), x, tokens, out, rec, counts);
 }
 
-void EpMoeLayer::Forward(int layer, const LayerWeights& w, const SwigluView* experts,
-                         const float* x, int tokens, float* out, SpanRecorder* rec,
-                         int64_t* counts) {
+void EpMoeLayer::Forward(int layer, const LayerWeights& w, const SwigluView* slots, const float* x,
+                         int tokens, float* out, SpanRecorder* rec, int64_t* counts) {
   Route(w, x, tokens, rec, layer, counts);
   comm_->AllToAll(rank_, send_, &recv_, rec, "dispatch", layer);
-  RunExperts(experts, rec, layer);
+  RunExperts(slots, rec, layer);
   comm_->AllToAll(rank_, back_, &ret_, rec, "combine", layer);
   Reduce(w, x, tokens, out, rec, layer);
 }
@@ -62,6 +63,7 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
       4LL * (static_cast<int64_t>(h) * e_count + static_cast<int64_t>(tokens) * h));
   logits_.resize(static_cast<size_t>(tokens) * e_count);
   Gemm(x, w.router.data(), logits_.data(), tokens, h, e_count);
+  if (skew_.skew != 0.0) AddSkew(layer, tokens);
   if (config_.router == RouterKind::kSigmoidGrouped) {
     // routed_scaling_factor is applied here, inside the router, and nowhere else.
     const GroupedRouting r{.experts = e_count,
@@ -76,15 +78,19 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
     RouteTopK(logits_.data(), tokens, e_count, top_k_, config_.norm_topk_prob, ids_.data(),
               weights_.data());
   }
-  // Layout pass (DeepEP's "notify" metadata): rows go to their expert's owner.
+  // Layout pass (DeepEP's "notify" metadata): the j-th row for expert e goes
+  // to the replica ExpertMap::Replica picks, as that device's local slot.
+  sent_.assign(e_count, 0);
   for (int t = 0; t < tokens; ++t) {
     const float* xr = x + static_cast<size_t>(t) * h;
     for (int k = 0; k < top_k_; ++k) {
       const int slot = t * top_k_ + k;
       const int e = ids_[slot];
       if (counts) counts[e] += 1;
-      std::vector<float>& buf = send_[layout_->device_of(e)];
-      buf.push_back(IntBits(e));
+      const int phys = map_->Replica(layer, e, sent_[e]++, rank_);
+      const int dev = map_->slot_device(phys);
+      std::vector<float>& buf = send_[dev];
+      buf.push_back(IntBits(phys - map_->device_first_slot(dev)));
       buf.push_back(IntBits(slot));
       buf.push_back(weights_[slot]);
       buf.insert(buf.end(), xr, xr + h);
@@ -92,14 +98,48 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
   }
 }
 
-void EpMoeLayer::RunExperts(const SwigluView* experts, SpanRecorder* rec, int layer) {
-  const int h = hidden_, e_count = config_.experts, p = comm_->size();
+void EpMoeLayer::AddSkew(int layer, int tokens) {
+  const int e_count = config_.experts;
+  const int64_t drift = skew_.drift_steps > 0 ? step_ / skew_.drift_steps : 0;
+  // The hot order is a pseudo-random permutation per (layer, drift epoch):
+  // experts sorted by a hash, so hot experts land on devices as chance has it
+  // (a fixed stride would spread them evenly over a round-robin placement).
+  skew_rank_.resize(e_count);
+  for (int e = 0; e < e_count; ++e) skew_rank_[e] = e;
+  const auto key = [&](int e) {
+    uint64_t z = (static_cast<uint64_t>(layer) << 40) ^ (static_cast<uint64_t>(drift) << 16) ^
+                 static_cast<uint64_t>(e);
+    z += 0x9E3779B97F4A7C15ULL;  // splitmix64 finaliser
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  std::sort(skew_rank_.begin(), skew_rank_.end(),
+            [&](int a, int b) { return key(a) < key(b); });
+  skew_bias_.resize(e_count);
+  for (int rank = 0; rank < e_count; ++rank) {
+    skew_bias_[skew_rank_[rank]] =
+        static_cast<float>(skew_.skew * std::log(1.0 / static_cast<double>(rank + 1)));
+  }
+  for (int t = 0; t < tokens; ++t) {
+    float* lg = &logits_[static_cast<size_t>(t) * e_count];
+    for (int e = 0; e < e_count; ++e) lg[e] += skew_bias_[e];
+  }
+}
+
+void EpMoeLayer::RunExperts(const SwigluView* slots, SpanRecorder* rec, int layer) {
+  const int h = hidden_, p = comm_->size();
+  const int s_count = map_->device_slots(rank_);
   const size_t row = kDispatchHeader + h;
-  expert_rows_.assign(e_count, 0);
+  slot_rows_.assign(s_count, 0);
   int total = 0;
   for (int s = 0; s < p; ++s) {
     const size_t n = recv_[s].size() / row;
-    for (size_t i = 0; i < n; ++i) expert_rows_[BitsInt(recv_[s][i * row])] += 1;
+    for (size_t i = 0; i < n; ++i) {
+      const int ls = BitsInt(recv_[s][i * row]);
+      assert(ls >= 0 && ls < s_count && "a row was dispatched to a slot this device lacks");
+      slot_rows_[ls] += 1;
+    }
     total += static_cast<int>(n);
     back_[s].resize(n * (kCombineHeader + h));
   }
@@ -110,11 +150,11 @@ void EpMoeLayer::RunExperts(const SwigluView* experts, SpanRecorder* rec, int la
   if (total == 0) return;
 
   SpanRecorder::Scope span(rec, "expert_ffn", layer, total);
-  // Group rows by expert (stable: by source rank, then arrival order).
-  expert_offset_.assign(e_count + 1, 0);
-  for (int e = 0; e < e_count; ++e) expert_offset_[e + 1] = expert_offset_[e] + expert_rows_[e];
-  std::vector<int>& cursor = expert_rows_;  // reused as the per-expert fill cursor
-  for (int e = 0; e < e_count; ++e) cursor[e] = expert_offset_[e];
+  // Group rows by local slot (stable: by source rank, then arrival order).
+  slot_offset_.assign(s_count + 1, 0);
+  for (int k = 0; k < s_count; ++k) slot_offset_[k + 1] = slot_offset_[k] + slot_rows_[k];
+  std::vector<int>& cursor = slot_rows_;  // reused as the per-slot fill cursor
+  for (int k = 0; k < s_count; ++k) cursor[k] = slot_offset_[k];
   xin_.resize(static_cast<size_t>(total) * h);
   for (int s = 0; s < p; ++s) {
     const size_t n = recv_[s].size() / row;
@@ -131,11 +171,11 @@ void EpMoeLayer::RunExperts(const SwigluView* experts, SpanRecorder* rec, int la
   yout_.resize(static_cast<size_t>(total) * h);
   const int inter = config_.expert_inter;
   int64_t bytes = 0;
-  for (int e = 0; e < e_count; ++e) {
-    const int off = expert_offset_[e], n = expert_offset_[e + 1] - off;
+  for (int k = 0; k < s_count; ++k) {
+    const int off = slot_offset_[k], n = slot_offset_[k + 1] - off;
     if (n == 0) continue;
-    const SwigluView& ew = experts[e];
-    assert(ew.present() && "a token was dispatched to a device that does not own its expert");
+    const SwigluView& ew = slots[k];
+    assert(ew.present() && "a token was dispatched to a slot without weights");
     assert(ew.inter == inter);
     act_.resize(std::max(act_.size(), static_cast<size_t>(n) * 2 * inter));
     // SwigluFfn's kernels on the view: the same calls on the same numbers.

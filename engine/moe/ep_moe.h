@@ -6,10 +6,12 @@
 //   router    softmax top-k, or the sigmoid grouped top-k with expert bias
 //             when config.router == kSigmoidGrouped (router.h), over this
 //             device's tokens (home device)
-//   dispatch  all-to-all: each (token, k) pair goes to the device owning
-//             expert ids[t,k] as a row [expert, slot, weight | hidden x H]
-//   expert    each device groups the rows it received by local expert and runs
-//             one SwiGLU GEMM chain per expert (M = rows for that expert),
+//   dispatch  all-to-all: each (token, k) pair goes to one replica of expert
+//             ids[t,k] (ExpertMap::Replica: the j-th row this rank routes to
+//             e in this layer goes to replica (j + rank) mod replicas), as a
+//             row [local slot on the receiver, slot, weight | hidden x H]
+//   expert    each device groups the rows it received by local slot and runs
+//             one SwiGLU GEMM chain per slot (M = rows for that slot),
 //             scaling each output row by its routing weight
 //   combine   all-to-all back: rows [slot | y x H] return to their home device
 //   reduce    home sums the k weighted outputs of a token in rank order k=0..K-1
@@ -19,13 +21,18 @@
 // Every device calls Forward for every MoE layer, also with zero tokens (an
 // idle DP rank still joins both all-to-alls, as in SGLang DP attention).
 //
-//   EpMoeLayer moe(config, rank, &layout, &comm);
+// Skewed routing (RouterSkew, issue 6): a bias added to the router logits
+// before top-k so that a few experts get most tokens; zero skew adds nothing.
+//
+//   EpMoeLayer moe(config, rank, &map, &comm);
 //   moe.Forward(layer, weights.layers[layer], x_norm, tokens, out, &rec, counts);
 //   // or with the routed experts read elsewhere (the UnifiedExpertBuffer's EP
-//   // alias, engine/parallelism/expert_buffer.h), one SwigluView per expert id:
+//   // alias, engine/parallelism/expert_buffer.h), one SwigluView per LOCAL
+//   // SLOT of this rank in `layer` (ExpertMap::LocalExperts order):
 //   moe.Forward(layer, weights.layers[layer], views, x_norm, tokens, out, &rec, counts);
 //
-// Thread-safety: one instance per rank, used only on that rank's thread.
+// Thread-safety: one instance per rank, used only on that rank's thread. The
+// map is read during Forward; whoever changes it does so between Forwards.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +41,7 @@
 #include "engine/distributed/communicator.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
-#include "engine/moe/layout.h"
+#include "engine/moe/expert_map.h"
 #include "engine/trace/span_recorder.h"
 
 namespace sy::engine {
@@ -54,24 +61,42 @@ inline SwigluView ViewOf(const SwigluWeights& w) {
   return {.gate_up = w.gate_up.data(), .down = w.down.data(), .inter = w.inter};
 }
 
+// Router bias for skewed routing: expert e of model layer l at step s gets
+// skew * log(1 / (rank + 1)) added to its logit, where rank is e's place in a
+// pseudo-random order of the experts fixed by (l, s / drift_steps)
+// (drift_steps 0: by l alone). It does not depend on P or the placement.
+// skew 0: no bias at all.
+struct RouterSkew {
+  double skew = 0.0;
+  int drift_steps = 0;
+};
+
 class EpMoeLayer {
  public:
-  // `layout` and `comm` must outlive the layer.
-  EpMoeLayer(const ModelConfig& config, int rank, const ExpertLayout* layout, Communicator* comm);
+  // `map` and `comm` must outlive the layer. REQUIRES: map->devices() ==
+  // comm->size(), map->experts() == config.experts.
+  EpMoeLayer(const ModelConfig& config, int rank, const ExpertMap* map, Communicator* comm,
+             RouterSkew skew = {});
+
+  // The step number the skew's drift reads (BatchInput::step); no effect
+  // without skew.
+  void set_step(int64_t step) { step_ = step; }
 
   // x: [tokens x H] post-norm hidden states of this rank's tokens.
   // out: [tokens x H], overwritten with routed + shared expert output.
-  // counts (may be null): counts[e] += tokens of this rank routed to expert e.
-  // REQUIRES: w.experts[e].present() for every e this rank owns; with the
-  // sigmoid router, w.expert_bias holds config.experts values.
+  // counts (may be null): counts[e] += tokens of this rank routed to
+  // logical expert e.
+  // REQUIRES: w.experts[e].present() for every e in this rank's slots of
+  // `layer`; with the sigmoid router, w.expert_bias holds config.experts values.
   void Forward(int layer, const LayerWeights& w, const float* x, int tokens, float* out,
                SpanRecorder* rec, int64_t* counts);
-  // The same, with routed expert e read from experts[e] instead of
-  // w.experts[e] (router, bias and shared expert still come from w).
-  // REQUIRES: experts has config.experts entries; experts[e].present() with
-  // inter == config.expert_inter for every e this rank owns; the pointed-to
-  // weights stay unchanged for the call.
-  void Forward(int layer, const LayerWeights& w, const SwigluView* experts, const float* x,
+  // The same, with the routed expert of local slot k read from slots[k]
+  // instead of w.experts (router, bias and shared expert still come from w).
+  // REQUIRES: slots has map->device_slots(rank) entries, each present() with
+  // inter == config.expert_inter and holding the expert
+  // map->LocalExperts(layer, rank)[k]; the pointed-to weights stay
+  // unchanged for the call.
+  void Forward(int layer, const LayerWeights& w, const SwigluView* slots, const float* x,
                int tokens, float* out, SpanRecorder* rec, int64_t* counts);
 
   // Routing of the last Forward: ids/weights [tokens x top_k] (for tests).
@@ -82,16 +107,20 @@ class EpMoeLayer {
  private:
   void Route(const LayerWeights& w, const float* x, int tokens, SpanRecorder* rec, int layer,
              int64_t* counts);
-  void RunExperts(const SwigluView* experts, SpanRecorder* rec, int layer);
+  void RunExperts(const SwigluView* slots, SpanRecorder* rec, int layer);
+  // Adds the skew bias of (layer, step_) to logits_ [tokens x E].
+  void AddSkew(int layer, int tokens);
   void Reduce(const LayerWeights& w, const float* x, int tokens, float* out, SpanRecorder* rec,
               int layer);
 
   const ModelConfig config_;
   const int rank_;
-  const ExpertLayout* layout_;
+  const ExpertMap* map_;
   Communicator* comm_;
   const int hidden_;
   const int top_k_;
+  const RouterSkew skew_;
+  int64_t step_ = 0;
 
   // Scratch reused across layers and steps (capacity only grows).
   std::vector<float> logits_;
@@ -99,8 +128,11 @@ class EpMoeLayer {
   std::vector<float> weights_;
   std::vector<std::vector<float>> send_, recv_;  // dispatch payloads per peer
   std::vector<std::vector<float>> back_, ret_;   // combine payloads per peer
-  std::vector<int> expert_rows_;                 // rows received per expert id
-  std::vector<int> expert_offset_;
+  std::vector<int> sent_;                        // rows sent per logical expert (replica choice)
+  std::vector<float> skew_bias_;                 // [experts]
+  std::vector<int> skew_rank_;                   // [rank] -> expert, hottest first
+  std::vector<int> slot_rows_;                   // rows received per local slot
+  std::vector<int> slot_offset_;
   std::vector<int> row_src_;  // grouped row -> source rank
   std::vector<int> row_idx_;  // grouped row -> row index within that source's payload
   std::vector<float> row_w_;  // grouped row -> routing weight
@@ -110,7 +142,8 @@ class EpMoeLayer {
   std::vector<SwigluView> views_;  // the vector-backed Forward's views of w.experts
 };
 
-// Floats per dispatched row: expert id, slot, weight, then the hidden vector.
+// Floats per dispatched row: the receiver's local slot index, the token's
+// (token, k) slot, weight, then the hidden vector.
 inline constexpr int kDispatchHeader = 3;
 // Floats per combined row: slot, then the weighted expert output.
 inline constexpr int kCombineHeader = 1;

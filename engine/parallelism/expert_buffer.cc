@@ -68,38 +68,53 @@ Status UnifiedExpertBuffer::CheckShape(int experts, int inter, int hidden, int d
   return Status::Ok();
 }
 
-Status UnifiedExpertBuffer::CheckLayout(const ExpertLayout& layout, int inter, int hidden) {
-  const int p = layout.devices(), e_count = layout.experts();
-  RETURN_IF_ERROR(CheckShape(e_count, inter, hidden, p));
-  for (int d = 0; d < p; ++d) {
-    const int n = static_cast<int>(layout.local_experts(d).size());
-    if (n != e_count / p) {
-      return InvalidArgument("unified expert buffer: device " + std::to_string(d) + " owns " +
-                             std::to_string(n) +
-                             " experts under the layout, not E/P = " + std::to_string(e_count / p));
+Status UnifiedExpertBuffer::CheckMap(const ExpertMap& map, int inter, int hidden) {
+  if (inter < 1 || hidden < 1) {
+    return InvalidArgument("unified expert buffer: expert_inter (" + std::to_string(inter) +
+                           ") and hidden (" + std::to_string(hidden) + ") must be >= 1");
+  }
+  for (int d = 0; d < map.devices(); ++d) {
+    if (map.device_slots(d) != map.device_slots(0) || map.device_slots(d) < 1) {
+      return InvalidArgument("unified expert buffer: device " + std::to_string(d) + " holds " +
+                             std::to_string(map.device_slots(d)) + " expert slots, device 0 " +
+                             std::to_string(map.device_slots(0)) +
+                             " (every device needs the same number, at least one)");
     }
   }
   return Status::Ok();
 }
 
-UnifiedExpertBuffer::UnifiedExpertBuffer(int rank, const ExpertLayout& layout, int inter,
-                                         int hidden, int layers)
+UnifiedExpertBuffer::UnifiedExpertBuffer(int rank, const ExpertMap& map, int inter, int hidden,
+                                         int layers)
     : rank_(rank),
-      devices_(layout.devices()),
-      experts_(layout.experts()),
+      devices_(map.devices()),
+      experts_(map.experts()),
       inter_(inter),
       hidden_(hidden),
       layers_(layers),
-      shard_(inter / layout.devices()),
+      slots_(map.device_slots(rank)),
+      shard_(inter % map.devices() == 0 ? inter / map.devices() : 0),
       ep_expert_(3LL * inter * hidden),
       chunk_(3LL * shard_ * hidden),
-      slot_floats_(static_cast<int64_t>(experts_ / devices_) * ep_expert_) {
-  for (int d = 0; d < devices_; ++d) owned_.push_back(layout.local_experts(d));
+      slot_floats_(static_cast<int64_t>(slots_) * ep_expert_) {
+  if (Status s = CheckShape(experts_, inter, hidden, devices_); !s.ok()) {
+    tp_refusal_ = s.message();
+  } else if (map.slots() != experts_) {
+    tp_refusal_ =
+        "unified expert buffer: the TP layout needs one slot per expert, but the map has " +
+        std::to_string(map.slots()) + " slots for " + std::to_string(experts_) +
+        " experts (redundant experts)";
+  }
+  owned_.resize(layers_);
+  for (int i = 0; i < layers_; ++i) {
+    for (int d = 0; d < devices_; ++d)
+      owned_[i].push_back(map.LocalExperts(map.first_moe() + i, d));
+  }
   const size_t total = static_cast<size_t>(layers_ + 1) * static_cast<size_t>(slot_floats_);
   storage_.reset(static_cast<float*>(::operator new[](total * sizeof(float), kAlign)));
   std::fill(storage_.get(), storage_.get() + total, 0.0f);
   // Every peer pair moves exactly E/P chunks per layer in either direction.
-  const size_t per_peer = static_cast<size_t>(slot_floats_ / devices_);
+  const size_t per_peer = tp_refusal_.empty() ? static_cast<size_t>(slot_floats_ / devices_) : 0;
   send_.resize(devices_);
   recv_.resize(devices_);
   for (int d = 0; d < devices_; ++d) {
@@ -110,25 +125,29 @@ UnifiedExpertBuffer::UnifiedExpertBuffer(int rank, const ExpertLayout& layout, i
 }
 
 Result<std::unique_ptr<UnifiedExpertBuffer>> UnifiedExpertBuffer::Create(
-    int rank, const ExpertLayout& layout, int inter, int hidden,
-    std::span<LayerWeights> moe_layers) {
-  const int p = layout.devices(), e_count = layout.experts();
-  RETURN_IF_ERROR(CheckLayout(layout, inter, hidden));
+    int rank, const ExpertMap& map, int inter, int hidden, std::span<LayerWeights> moe_layers) {
+  const int p = map.devices(), e_count = map.experts();
+  RETURN_IF_ERROR(CheckMap(map, inter, hidden));
   if (rank < 0 || rank >= p) {
     return InvalidArgument("unified expert buffer: rank " + std::to_string(rank) + " outside [0, " +
                            std::to_string(p) + ")");
   }
-  const std::vector<int> local = layout.local_experts(rank);
+  const int first = map.first_moe();
+  if (static_cast<int>(moe_layers.size()) != map.layers() - first) {
+    return InvalidArgument("unified expert buffer: " + std::to_string(moe_layers.size()) +
+                           " MoE layers given, the map has " +
+                           std::to_string(map.layers() - first));
+  }
   const size_t gu = static_cast<size_t>(hidden) * 2 * inter,
                dn = static_cast<size_t>(inter) * hidden;
   for (size_t i = 0; i < moe_layers.size(); ++i) {
     const LayerWeights& w = moe_layers[i];
     if (static_cast<int>(w.experts.size()) != e_count) {
       return InvalidArgument("unified expert buffer: MoE layer " + std::to_string(i) + " has " +
-                             std::to_string(w.experts.size()) + " experts, layout has " +
+                             std::to_string(w.experts.size()) + " experts, the map has " +
                              std::to_string(e_count));
     }
-    for (int e : local) {
+    for (int e : map.LocalExperts(first + static_cast<int>(i), rank)) {
       const SwigluWeights& x = w.experts[e];
       if (x.inter != inter || x.in != hidden || x.gate_up.size() != gu || x.down.size() != dn) {
         return InvalidArgument("unified expert buffer: MoE layer " + std::to_string(i) +
@@ -139,21 +158,42 @@ Result<std::unique_ptr<UnifiedExpertBuffer>> UnifiedExpertBuffer::Create(
     }
   }
   std::unique_ptr<UnifiedExpertBuffer> buf(
-      new UnifiedExpertBuffer(rank, layout, inter, hidden, static_cast<int>(moe_layers.size())));
+      new UnifiedExpertBuffer(rank, map, inter, hidden, static_cast<int>(moe_layers.size())));
   for (size_t i = 0; i < moe_layers.size(); ++i) {
     float* s = buf->slot(static_cast<int>(i) + 1);
+    const std::vector<int>& local = buf->owned_[i][rank];
     for (size_t k = 0; k < local.size(); ++k) {
-      SwigluWeights& x = moe_layers[i].experts[local[k]];
+      const SwigluWeights& x = moe_layers[i].experts[local[k]];
       float* dst = s + static_cast<int64_t>(k) * buf->ep_expert_;
       Copy(dst, x.gate_up.data(), static_cast<int64_t>(gu));
       Copy(dst + gu, x.down.data(), static_cast<int64_t>(dn));
-      // Free now, layer by layer: the weights live only in the buffer from here on.
+    }
+    // Free now, layer by layer: the weights live only in the buffer from
+    // here on (also experts built for this device's slots of other layers).
+    for (SwigluWeights& x : moe_layers[i].experts) {
       std::vector<float>().swap(x.gate_up);
       std::vector<float>().swap(x.down);
       x.inter = 0;
     }
   }
   return buf;
+}
+
+float* UnifiedExpertBuffer::StagingExpert(int local_index) {
+  assert(mode_ == ParallelMode::kEP && local_index >= 0 && local_index < slots_);
+  return slot(0) + local_index * ep_expert_;
+}
+
+void UnifiedExpertBuffer::CommitStaged(int layer, std::span<const int> local_indices,
+                                       const ExpertMap& map) {
+  assert(mode_ == ParallelMode::kEP && layer >= 0 && layer < layers_);
+  float* live = slot(layer + 1);
+  for (int k : local_indices) {
+    assert(k >= 0 && k < slots_);
+    Copy(live + k * ep_expert_, slot(0) + k * ep_expert_, ep_expert_);
+  }
+  for (int d = 0; d < devices_; ++d)
+    owned_[layer][d] = map.LocalExperts(map.first_moe() + layer, d);
 }
 
 int64_t UnifiedExpertBuffer::scratch_bytes() const {
@@ -166,7 +206,7 @@ int64_t UnifiedExpertBuffer::scratch_bytes() const {
 
 EpExpertView UnifiedExpertBuffer::EpExpert(int layer, int local_index) const {
   assert(mode_ == ParallelMode::kEP && layer >= 0 && layer < layers_);
-  assert(local_index >= 0 && local_index < local_experts());
+  assert(local_index >= 0 && local_index < slots_);
   const float* e = slot(layer + 1) + local_index * ep_expert_;
   return {.gate_up = e, .down = e + 2LL * hidden_ * inter_};
 }
@@ -199,7 +239,7 @@ void UnifiedExpertBuffer::Permute(Direction dir, int layer, bool fail_halfway) {
   for (int p = 0; p < peers; ++p) {
     if (dir == Direction::kEpToTp) {
       const float* src = slot(layer + 1);
-      const std::vector<int>& mine = owned_[rank_];
+      const std::vector<int>& mine = owned_[layer][rank_];
       send_[p].resize(mine.size() * chunk_);
       for (size_t k = 0; k < mine.size(); ++k) {
         const float* gu = src + k * ep_expert_;
@@ -213,7 +253,7 @@ void UnifiedExpertBuffer::Permute(Direction dir, int layer, bool fail_halfway) {
       }
     } else {
       const float* src = slot(layer);
-      const std::vector<int>& theirs = owned_[p];
+      const std::vector<int>& theirs = owned_[layer][p];
       send_[p].resize(theirs.size() * chunk_);
       for (size_t k = 0; k < theirs.size(); ++k) {
         Copy(send_[p].data() + k * chunk_, src + theirs[k] * chunk_, chunk_);
@@ -225,7 +265,8 @@ void UnifiedExpertBuffer::Permute(Direction dir, int layer, bool fail_halfway) {
 // Returns false when a received payload has the wrong size (nothing written).
 bool UnifiedExpertBuffer::Place(Direction dir, int layer, bool torn) {
   for (int q = 0; q < devices_; ++q) {
-    const size_t want = (dir == Direction::kEpToTp ? owned_[q] : owned_[rank_]).size() * chunk_;
+    const size_t want =
+        (dir == Direction::kEpToTp ? owned_[layer][q] : owned_[layer][rank_]).size() * chunk_;
     if (recv_[q].size() != want) return false;
   }
   const int64_t s = shard_, two_i = 2LL * inter_, h = hidden_;
@@ -234,13 +275,13 @@ bool UnifiedExpertBuffer::Place(Direction dir, int layer, bool torn) {
   for (int q = 0; q < sources; ++q) {
     if (dir == Direction::kEpToTp) {
       // Direct placement: chunk k from rank q is expert owned_[q][k]'s shard, already TP-shaped.
-      const std::vector<int>& ids = owned_[q];
+      const std::vector<int>& ids = owned_[layer][q];
       for (size_t k = 0; k < ids.size(); ++k) {
         Copy(dst_slot + ids[k] * chunk_, recv_[q].data() + k * chunk_, chunk_);
       }
     } else {
       // Local interleave: rank q's chunk of local expert k is intermediate shard q.
-      for (size_t k = 0; k < owned_[rank_].size(); ++k) {
+      for (size_t k = 0; k < owned_[layer][rank_].size(); ++k) {
         const float* c = recv_[q].data() + k * chunk_;
         float* gu = dst_slot + k * ep_expert_;
         float* dn = gu + h * two_i;
@@ -256,10 +297,10 @@ bool UnifiedExpertBuffer::Place(Direction dir, int layer, bool torn) {
     // The rest of the destination is torn; only a rollback can make it whole.
     if (dir == Direction::kEpToTp) {
       for (int q = sources; q < devices_; ++q) {
-        for (int id : owned_[q]) Poison(dst_slot + id * chunk_, chunk_);
+        for (int id : owned_[layer][q]) Poison(dst_slot + id * chunk_, chunk_);
       }
     } else {
-      for (size_t k = 0; k < owned_[rank_].size(); ++k) {
+      for (size_t k = 0; k < owned_[layer][rank_].size(); ++k) {
         for (int q = sources; q < devices_; ++q) {
           float* gu = dst_slot + k * ep_expert_;
           for (int64_t r = 0; r < h; ++r) Poison(gu + r * two_i + q * s, s);
@@ -333,6 +374,11 @@ Result<ReshardStats> UnifiedExpertBuffer::Reshard(ParallelMode target, Communica
   const Clock::time_point start = Clock::now();
   ReshardStats stats{.from = mode_, .to = target};
   last_ = stats;
+  // The same answer on every rank (one map), so no rank waits in a collective.
+  if (!tp_refusal_.empty()) {
+    return FailedPrecondition("reshard to " + std::string(ParallelModeName(target)) + ": " +
+                              tp_refusal_ + "; the buffer serves EP only");
+  }
   // Agreement first: each rank contributes (mode, target) as one small integer.
   vote_.assign(devices_, 0.0f);
   vote_[rank_] = static_cast<float>(1 + 2 * static_cast<int>(mode_) + static_cast<int>(target));
@@ -351,6 +397,7 @@ Result<ReshardStats> UnifiedExpertBuffer::Reshard(ParallelMode target, Communica
     return stats;
   }
 
+  ++reshards_;  // from here on the spare is overwritten
   const Direction dir = target == ParallelMode::kTP ? Direction::kEpToTp : Direction::kTpToEp;
   const Direction inverse = dir == Direction::kEpToTp ? Direction::kTpToEp : Direction::kEpToTp;
   Failure failure;

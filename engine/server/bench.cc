@@ -236,6 +236,16 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     report.agentic_same_tokens = report.agentic[0].outputs == report.agentic[1].outputs;
   }
 
+  if (o.eplb_batch > 0 && config.experts > 0) {
+    for (int redundant : {0, o.eplb_redundant}) {
+      if (redundant == 0 && !report.eplb.empty()) break;
+      BenchOptions eo = o;
+      eo.eplb_redundant = redundant;
+      ASSIGN_OR_RETURN(EplbBenchResult e, BenchEplb(config, eo));
+      report.eplb.push_back(e);
+    }
+  }
+
   if (o.trace_compare) {
     ScratchDir dir;
     if (dir.error()) {
@@ -322,6 +332,41 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
     out << line;
     j["agentic_on_over_off"] = ratio;
     j["agentic_same_tokens"] = r.agentic_same_tokens;
+  }
+  if (!r.eplb.empty()) {
+    out << "\nrebalance   slots  balancedness       MoE ms/step       decode tok/s      moved   "
+           "longest pause\n";
+    j["eplb"] = nlohmann::json::array();
+    for (const EplbBenchResult& e : r.eplb) {
+      std::snprintf(line, sizeof line,
+                    "            %5d  %.3f -> %.3f   %6.2f -> %6.2f   %7.0f -> %7.0f  %3d exp  "
+                    "%6.2f ms (step %.1f ms)\n",
+                    e.slots, e.balancedness_before, e.balancedness_after, e.moe_ms_before,
+                    e.moe_ms_after, e.tokens_per_s_before, e.tokens_per_s_after, e.experts_moved,
+                    e.longest_pause_ms, e.longest_step_before_ms);
+      out << line;
+      j["eplb"].push_back({{"slots", e.slots},
+                           {"skew", e.skew},
+                           {"batch", e.batch},
+                           {"steps", e.steps},
+                           {"predicted_before", e.predicted_before},
+                           {"predicted_after", e.predicted_after},
+                           {"balancedness_before", e.balancedness_before},
+                           {"balancedness_after", e.balancedness_after},
+                           {"moe_ms_before", e.moe_ms_before},
+                           {"moe_ms_after", e.moe_ms_after},
+                           {"moe_before_over_after", e.moe_ms_after > 0 ? e.moe_ms_before / e.moe_ms_after : 0.0},
+                           {"tokens_per_s_before", e.tokens_per_s_before},
+                           {"tokens_per_s_after", e.tokens_per_s_after},
+                           {"layers_moved", e.layers_moved},
+                           {"experts_moved", e.experts_moved},
+                           {"bytes_moved", e.bytes_moved},
+                           {"longest_pause_ms", e.longest_pause_ms},
+                           {"longest_step_before_ms", e.longest_step_before_ms},
+                           {"longest_step_during_ms", e.longest_step_during_ms},
+                           {"rebalance_ms", e.rebalance_ms},
+                           {"steps_during", e.steps_during}});
+    }
   }
   if (!r.serve.empty()) {
     out << "\nserving     trace   steps   generated   seconds    tokens/s   dropped\n";

@@ -17,6 +17,9 @@
 //       a Scheduler and ModelRunner, with the prefix cache on and off: the
 //       hit rate, requests/s and tokens/s (prompt + output) of each, and
 //       on/off. Both runs produce the same tokens (greedy).
+//   (e) a live expert rebalance under skewed routing (bench_eplb.cc):
+//       balancedness and MoE time per step before and after, the longest
+//       pause, bytes moved; without and with redundant experts.
 //
 // Thread-safety: RunBench uses its own runners and engines; call from one thread.
 #pragma once
@@ -47,6 +50,30 @@ struct BenchOptions {
   int agentic_sessions = 4;  // (d); 0 skips it
   int agentic_turns = 8;     // turns per session
   int agentic_output = 32;   // tokens generated per turn
+  int eplb_batch = 64;       // (e); 0 skips it
+  int eplb_steps = 32;       // decode steps measured before and after
+  double eplb_skew = 1.5;    // ModelRunnerOptions::router_skew
+  int eplb_redundant = 4;    // the second run's redundant experts (0: one run)
+};
+
+struct EplbBenchResult {
+  int devices = 0;
+  int slots = 0;  // physical expert slots per layer (experts + redundant)
+  double skew = 0;
+  int batch = 0;
+  int steps = 0;
+  double predicted_before = 0, predicted_after = 0;      // PlanRebalance, window = steps
+  double balancedness_before = 0, balancedness_after = 0;  // measured, mean over steps
+  double moe_ms_before = 0, moe_ms_after = 0;  // max over devices of expert FFN ms, per step
+  double tokens_per_s_before = 0, tokens_per_s_after = 0;
+  int layers_moved = 0;
+  int experts_moved = 0;
+  int64_t bytes_moved = 0;
+  double longest_pause_ms = 0;        // the longest layer commit
+  double longest_step_before_ms = 0;  // the longest decode step before the rebalance
+  double longest_step_during_ms = 0;  // ... while the stager ran beside it
+  double rebalance_ms = 0;            // Start to done
+  int steps_during = 0;
 };
 
 struct CacheBenchResult {
@@ -99,6 +126,7 @@ struct BenchReport {
   std::vector<PrefillResult> prefill;     // empty unless a hybrid model and prefill_len > 0
   std::vector<CacheBenchResult> agentic;  // on, then off; empty when agentic_sessions == 0
   bool agentic_same_tokens = false;       // on and off generated the same tokens
+  std::vector<EplbBenchResult> eplb;      // without, then with redundant experts
 };
 
 struct ModelConfig;
@@ -106,6 +134,8 @@ struct ModelConfig;
 Result<CacheBenchResult> BenchAgentic(const ModelConfig& config, const BenchOptions& options,
                                       bool cache);
 
+// (e) on one model; bench_eplb.cc.
+Result<EplbBenchResult> BenchEplb(const ModelConfig& config, const BenchOptions& options);
 // INVALID_ARGUMENT for bad options (unknown preset, batch < 1, ...);
 // UNAVAILABLE if the scratch ipc endpoints cannot be bound.
 Result<BenchReport> RunBench(const BenchOptions& options);

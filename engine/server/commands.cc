@@ -115,6 +115,8 @@ Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
   }
   if (cmd == "cancel") return CancelCommand(req.args);
   if (cmd == "expert_stats") return ExpertStatsCommand(req.args);
+  if (cmd == "rebalance") return RebalanceCommand(req.args);
+  if (cmd == "rebalance_auto") return RebalanceAutoCommand(req.args);
   if (cmd == "flush_cache") {
     return json{{"freed_pages", scheduler_->FlushCache()}};
   }

@@ -61,6 +61,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   const EngineOptions& o = e->options_;
   e->started_unix_ms_ = UnixMs();
   e->run_id_ = o.run_id.empty() ? NewRunId(e->started_unix_ms_) : o.run_id;
+  if (o.redundant_experts != 0 && o.model.experts > 0) {
+    ASSIGN_OR_RETURN(e->options_.runner.expert_phy2log,
+                     eplb::InitialPlacement(o.model.layers, o.model.experts, o.runner.devices,
+                                            o.redundant_experts));
+  }
   ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(o.model, o.runner));
   std::vector<KvPool*> pools;
   std::vector<StatePool*> state_pools;
@@ -78,11 +83,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   if (o.model.experts > 0) {
     ASSIGN_OR_RETURN(eplb::ExpertStats stats,
                      eplb::ExpertStats::Create(o.model.layers, o.model.experts));
-    ASSIGN_OR_RETURN(eplb::Placement placement,
-                     eplb::Placement::FromExpertDevice(e->runner_->expert_device(),
-                                                       e->runner_->devices(), o.model.layers));
+    ASSIGN_OR_RETURN(eplb::Placement placement, eplb::PlacementOf(e->runner_->expert_map()));
     e->expert_stats_.emplace(std::move(stats));
     e->placement_.emplace(std::move(placement));
+    e->applier_ = std::make_unique<eplb::RebalanceApplier>(e->runner_.get());
   }
   e->inbox_ = std::make_unique<RequestInbox>(o.max_queue);
   e->metrics_ = std::make_unique<ServingMetrics>(o.model.name);
@@ -203,6 +207,7 @@ Status Engine::Run() {
   while (true) {
     health_.last_turn_us.store(SteadyMicros());
     control_->Serve(handler);
+    PollRebalance();
     if (stop_requested_.load() && !stopping_) {
       stopping_ = true;
       spdlog::info("stop requested");

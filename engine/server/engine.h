@@ -6,7 +6,8 @@
 // reached only through the RequestInbox / TokenStream hand-off), and runs on
 // the caller's thread:
 //
-//   loop:  answer pending commands (never blocks)
+//   loop:  answer pending commands (never blocks); commit at most one staged
+//            layer of a live rebalance and publish its events
 //          submit workload arrivals whose time has come and HTTP requests
 //          from the inbox; cancel requests whose HTTP client went away
 //          if running and there is work: Plan -> ModelRunner::Step -> Commit,
@@ -21,7 +22,9 @@
 // Commands (docs/PROTOCOL.md): describe, status, pause, resume, trace, stop,
 // cancel, flush_cache, expert_stats (routed-token statistics over sliding
 // windows, balancedness under the current placement, an optional JSON dump
-// that `moe-engine eplb --stats` reads).
+// that `moe-engine eplb --stats` reads), rebalance (plan from a window of those
+// statistics; dry_run returns the table, otherwise the weights move layer by
+// layer while serving goes on, engine/eplb/applier.h) and rebalance_auto.
 // describe and status show both memory pools of every device (KV pages and,
 // for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
@@ -47,7 +50,9 @@
 #include "engine/entrypoints/api_request.h"
 #include "engine/entrypoints/http_server.h"
 #include "engine/entrypoints/metrics.h"
+#include "engine/eplb/applier.h"
 #include "engine/eplb/expert_stats.h"
+#include "engine/eplb/rebalance_plan.h"
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/scheduler/scheduler.h"
@@ -85,6 +90,18 @@ struct EngineOptions {
   // Waiting requests (scheduler queue plus HTTP inbox) beyond which HTTP
   // answers 503: overload is refused at the door, not queued without bound.
   int max_queue = 512;
+  // Redundant expert slots (EPLB): experts + redundant_experts physical
+  // slots, divided evenly over the devices; the start-up placement is EPLB's
+  // over a uniform load. 0: the round-robin map.
+  int redundant_experts = 0;
+  // Auto rebalance: every `rebalance_every` steps (0: off) plan from the last
+  // `rebalance_window` steps and apply when the mean predicted balancedness
+  // gains more than `rebalance_min_gain`. The rebalance_auto command changes them.
+  int rebalance_every = 0;
+  double rebalance_min_gain = 0.05;
+  int rebalance_window = 100;
+  // Nodes for EPLB's hierarchical policy (devices split evenly over them).
+  int eplb_nodes = 1;
   // Detokenises HTTP responses; null: the byte-level tokenizer.
   std::shared_ptr<const Tokenizer> tokenizer;
 };
@@ -141,6 +158,19 @@ class Engine {
   Result<nlohmann::json> CancelCommand(const nlohmann::json& args);
   Result<nlohmann::json> ExpertStatsCommand(const nlohmann::json& args);
 
+  // rebalance.cc: live expert rebalancing (engine/eplb/applier.h).
+  Result<nlohmann::json> RebalanceCommand(const nlohmann::json& args);
+  Result<nlohmann::json> RebalanceAutoCommand(const nlohmann::json& args);
+  // Every loop turn, between steps: commits a staged layer, publishes the
+  // applier's events, runs the auto policy and the after-rebalance measurement.
+  void PollRebalance();
+  // Re-reads the live ExpertMap into placement_ (after a committed layer).
+  void RefreshPlacement();
+  // Per step: MoE critical path (max over devices of expert FFN time, ms).
+  void RecordMoeTime(const StepOutput& out);
+  double MeanMoeMs(int steps) const;
+  int64_t ExpertBytes() const;
+
   // engine_telemetry.cc: what a step publishes beyond the step itself.
   void PublishAfterStep(const BatchInput& batch, StepOutput* out,
                         const std::vector<Request>& finished, int64_t start_us, int64_t end_us);
@@ -190,6 +220,18 @@ class Engine {
   // (absent for a model without routed experts).
   std::optional<eplb::ExpertStats> expert_stats_;
   std::optional<eplb::Placement> placement_;
+  std::unique_ptr<eplb::RebalanceApplier> applier_;
+  struct RebalanceRun {
+    eplb::RebalancePlan plan;
+    int64_t start_step = 0;
+    double moe_ms_before = 0;       // mean over the steps before Start
+    double measured_before = 1.0;   // mean step balancedness before Start
+    int64_t measure_at_step = -1;   // publish the "measured" event at this step
+    bool automatic = false;
+  };
+  std::optional<RebalanceRun> rebalance_;
+  int64_t last_auto_step_ = 0;
+  std::deque<double> moe_ms_;  // the last kMoeWindow steps with spans
 
   std::unique_ptr<RequestInbox> inbox_;
   std::unique_ptr<ServingMetrics> metrics_;

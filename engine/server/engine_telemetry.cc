@@ -127,10 +127,18 @@ void Engine::PublishAfterStep(const BatchInput& batch, StepOutput* out,
       spdlog::warn("expert statistics: {}", s.ToString());
     }
   }
+  RecordMoeTime(*out);
   telemetry::ExpertLoad load;
   load.step = batch.step;
   load.counts = std::move(out->expert_counts);
   load.expert_device = runner_->expert_device();
+  if (expert_stats_) {
+    const ExpertMap& map = runner_->expert_map();
+    for (int l = 0; l < map.layers(); ++l) load.phy2log.push_back(map.phy2log_row(l));
+    load.slot_device = map.slot_device_row();
+    Result<eplb::Balancedness> b = expert_stats_->StepBalancedness(1);
+    if (b.ok()) load.balancedness = b->per_layer;
+  }
   publisher_->Publish(std::move(load));
 
   if (trace_level_ != TraceLevel::kOff) {

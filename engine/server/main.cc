@@ -168,6 +168,32 @@ int Serve(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_flag("--paused", paused, "start paused (resume with the `resume` command)");
+  int redundant = 0, rebalance_every = 0, skew_drift = 0, eplb_nodes = 1;
+  double router_skew = 0, rebalance_min_gain = 0.05;
+  app.add_option("--redundant-experts", redundant,
+                 "extra physical expert slots for EPLB replicas (experts + R must divide over "
+                 "the devices)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--router-skew", router_skew,
+                 "skew routing toward a few hot experts per layer (Zipf-like router bias; 0: "
+                 "off, 1-3: strong)")
+      ->check(CLI::Range(0.0, 16.0))
+      ->capture_default_str();
+  app.add_option("--skew-drift-steps", skew_drift, "move the hot experts every N steps (0: never)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--rebalance-every", rebalance_every,
+                 "auto rebalance: plan every N steps (0: off; see rebalance_auto)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--rebalance-min-gain", rebalance_min_gain,
+                 "auto rebalance: least predicted balancedness gain worth moving weights")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--eplb-nodes", eplb_nodes, "nodes for EPLB's hierarchical policy")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -220,7 +246,13 @@ int Serve(int argc, char** argv) {
               .seed = seed,
               .checkpoint = loaded->checkpoint.get(),
               .kv_pages_per_device = kv_pages,
-              .state_slots_per_device = state_slots};
+              .state_slots_per_device = state_slots,
+              .router_skew = router_skew,
+              .skew_drift_steps = skew_drift};
+  o.redundant_experts = redundant;
+  o.rebalance_every = rebalance_every;
+  o.rebalance_min_gain = rebalance_min_gain;
+  o.eplb_nodes = eplb_nodes;
   o.workload = std::move(selected->options);
   o.workload.tokenizer = loaded->tokenizer;
   o.workload.seed = seed;
@@ -298,6 +330,20 @@ int Bench(int argc, char** argv) {
                  "sessions of the agentic prefix-cache comparison, served closed-loop with "
                  "the cache on and off (0: skip)")
       ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--eplb-batch", o.eplb_batch,
+                 "decode requests of the live-rebalance comparison under skewed routing (0: skip)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--eplb-steps", o.eplb_steps, "decode steps measured before and after it")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
+  app.add_option("--eplb-skew", o.eplb_skew, "router skew of that run (--router-skew)")
+      ->check(CLI::Range(0.0, 16.0))
+      ->capture_default_str();
+  app.add_option("--eplb-redundant", o.eplb_redundant,
+                 "redundant experts of its second run (0: only the run without)")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--agentic-turns", o.agentic_turns, "turns per agentic session")
       ->check(CLI::Range(1, 64))

@@ -88,7 +88,10 @@ TOPICS = {
         "prefill_tokens": "int", "decode_tokens": "int",
     },
     "experts": {"step": "int", "counts": ("list", ("list", "int")),
-                "expert_device": ("list", "int")},
+                "expert_device": ("list", "int"),
+                "phy2log": ("optional", ("list", ("list", "int"))),
+                "slot_device": ("optional", ("list", "int")),
+                "balancedness": ("optional", ("list", "number"))},
     "request": {
         "id": "int", "device": "int", "prompt_tokens": "int", "output_tokens": "int",
         "arrival_us": "int", "ttft_us": "int", "tpot_us": "int", "e2e_us": "int",
@@ -112,8 +115,9 @@ ENUMS = {
     ("meta", "trace_level"): {"off", "summary", "full"},
     ("heartbeat", "state"): {"running", "paused", "stopping"},
     ("request", "finish"): {"eos", "length", "cancelled"},
-    ("event", "kind"): {"command", "lifecycle", "warning", "scheduler"},
-    ("event", "phase"): {"received", "done", "failed", ""},
+    ("event", "kind"): {"command", "lifecycle", "warning", "scheduler", "rebalance"},
+    ("event", "phase"): {"received", "done", "failed", "", "planned", "layer", "measured",
+                         "skipped", "started"},
 }
 
 

@@ -272,7 +272,7 @@ TEST(StoreSchema, V2FileGainsPrefixCacheColumnsAndRequestSnapshots) {
     ASSERT_THAT(w, IsOk());
     for (const auto& m : SampleRun("v3run")) (*w)->Enqueue(m);
   }
-  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(SqlText(path, "SELECT typeof(cache_hit_rate) FROM occupancy_devices WHERE occ = 4"),
             "real");
@@ -307,6 +307,121 @@ TEST(StoreSchema, V2FileGainsPrefixCacheColumnsAndRequestSnapshots) {
   Result<std::vector<tel::Message>> fresh = (*r)->Messages("v3run", 0, 100000);
   ASSERT_THAT(fresh, IsOk());
   ExpectSameMessages(*fresh, ReplayOrder(SampleRun("v3run")));
+}
+
+// A file as a v3 build left it: one run with an `experts` message from an
+// engine before EPLB (counts and expert_device, no placement).
+void MakeV3Store(const std::string& path) {
+  std::string sql;
+  for (int v = 1; v <= 3; ++v) {
+    sql += std::string(MigrationSql(v)) + "; PRAGMA user_version = " + std::to_string(v) + ";";
+  }
+  ASSERT_EQ(SqlExec(path, sql), "");
+  const std::string counts = EncodeRows({{4, 0, 7, 1}, {2, 2, 2, 2}});
+  const std::string devices = EncodeRows({{0, 0, 1, 1}});
+  auto hex = [](const std::string& b) {
+    static const char* kDigits = "0123456789abcdef";
+    std::string out = "x'";
+    for (unsigned char c : b) {
+      out += kDigits[c >> 4];
+      out += kDigits[c & 15];
+    }
+    return out + "'";
+  };
+  ASSERT_EQ(SqlExec(path,
+                    "INSERT INTO runs (rid, id, status, created_unix_ms) "
+                    "VALUES (1, 'v3run', 1, 1700000000000);"
+                    "INSERT INTO expert_load (id, run, seq, t_us, v, step, layers, experts, "
+                    "counts, expert_device) VALUES (5, 1, 0, 1000, 1, 3, 2, 4, " +
+                        hex(counts) + ", " + hex(devices) + ");"),
+            "");
+}
+
+TEST(StoreSchema, V3FileGainsExpertPlacementColumns) {
+  TempDir dir;
+  std::string path = dir.File("v3.db");
+  MakeV3Store(path);
+  EXPECT_THAT(Reader::Open(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("schema v3")));
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    for (const auto& m : SampleRun("v4run")) (*w)->Enqueue(m);
+  }
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
+  // The old row got the defaults: no slots, zero-row blobs, an empty array.
+  EXPECT_EQ(SqlText(path,
+                    "SELECT slots || ' ' || hex(phy2log) || ' ' || hex(slot_device) || ' ' || "
+                    "balancedness FROM expert_load WHERE id = 5"),
+            "0 00 00 []");
+
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  Result<std::vector<tel::Message>> old = (*r)->Messages("v3run", 0, 100000);
+  ASSERT_THAT(old, IsOk());
+  ASSERT_EQ(old->size(), 1u);
+  const auto& load = std::get<tel::ExpertLoad>((*old)[0]);
+  EXPECT_EQ(load.step, 3);
+  EXPECT_EQ(load.counts, (std::vector<std::vector<int64_t>>{{4, 0, 7, 1}, {2, 2, 2, 2}}));
+  EXPECT_EQ(load.expert_device, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_TRUE(load.phy2log.empty());
+  EXPECT_TRUE(load.slot_device.empty());
+  EXPECT_TRUE(load.balancedness.empty());
+  tel::WireMessage wire = tel::Encode(load);
+  EXPECT_THAT(tel::Decode(wire.topic, wire.body), IsOk());
+
+  // Written after the migration: the placement and balancedness come back
+  // exactly (steps 1 and 2 carry them, step 0 does not).
+  Result<std::vector<tel::Message>> fresh = (*r)->Messages("v4run", 0, 100000);
+  ASSERT_THAT(fresh, IsOk());
+  ExpectSameMessages(*fresh, ReplayOrder(SampleRun("v4run")));
+  int with_placement = 0;
+  for (const auto& m : *fresh) {
+    const auto* el = std::get_if<tel::ExpertLoad>(&m);
+    if (el == nullptr || el->phy2log.empty()) continue;
+    ++with_placement;
+    EXPECT_EQ(el->phy2log[1], (std::vector<int>{3, 2, 1, 0, 1, 1}));
+    EXPECT_EQ(el->slot_device, (std::vector<int>{0, 0, 0, 1, 1, 1}));
+    EXPECT_EQ(el->balancedness[0], 1.0 / 3 + static_cast<double>(el->step));
+  }
+  EXPECT_EQ(with_placement, 2);
+  EXPECT_EQ(SqlText(path, "SELECT max(slots) FROM expert_load"), "6");
+}
+
+TEST(StoreSchema, CorruptPlacementIsDataLoss) {
+  TempDir dir;
+  std::string path = dir.File("runs.db");
+  {
+    Result<std::unique_ptr<Writer>> w = Writer::Open(path);
+    ASSERT_THAT(w, IsOk());
+    for (const auto& m : SampleRun("c")) (*w)->Enqueue(m);
+  }
+  Result<std::unique_ptr<Reader>> r = Reader::Open(path);
+  ASSERT_THAT(r, IsOk());
+  const std::string last = "(SELECT max(id) FROM expert_load)";
+  ASSERT_EQ(SqlText(path, "UPDATE expert_load SET balancedness = '{}' WHERE id = " + last), "");
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("balancedness is not a JSON array")));
+  ASSERT_EQ(SqlText(path, "UPDATE expert_load SET balancedness = '[1, \"x\"]' WHERE id = " + last),
+            "");
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("non-number")));
+  ASSERT_EQ(SqlText(path,
+                    "UPDATE expert_load SET balancedness = '[]', phy2log = x'0102' WHERE "
+                    "id = " +
+                        last),
+            "");
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("bad phy2log blob")));
+  // Two rows of slot devices: the message has one list.
+  ASSERT_EQ(SqlText(path,
+                    "UPDATE expert_load SET phy2log = x'00', slot_device = x'0201000100' "
+                    "WHERE id = " +
+                        last),
+            "");
+  EXPECT_THAT((*r)->Messages("c", 0, 100000),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("bad slot_device blob")));
 }
 
 TEST(StoreSchema, RowsCodecRoundTripsAndRejectsTruncation) {

@@ -178,6 +178,14 @@ inline std::vector<tel::Message> SampleRun(const std::string& run) {
     el.step = i;
     el.counts = {{1, 0, 5, 1000000}, {0, 0, 0, int64_t{1} << 50}, {3}};  // ragged on purpose
     el.expert_device = {0, 0, 1, 1};
+    if (i > 0) {
+      // From step 1 on the engine reports its placement (EPLB, store v4);
+      // step 0 leaves it out like an engine before it. A balancedness that
+      // is not a round number must survive exactly.
+      el.phy2log = {{0, 1, 2, 3, 2, 0}, {3, 2, 1, 0, 1, 1}, {0, 0, 0, 0, 0, 0}};
+      el.slot_device = {0, 0, 0, 1, 1, 1};
+      el.balancedness = {1.0 / 3 + i, 0.5, 1.0};
+    }
     out.push_back(el);
 
     tel::Occupancy oc;

@@ -95,7 +95,9 @@ TEST(ProtocolTest, WrongSchemaVersionIsReportedAsSuch) {
 // Fields added to a message after its first release; absent, they decode as
 // 0 (OptionalFieldsDecodeAsZeroWhenAbsent).
 bool IsOptional(const std::string& topic, const std::string& key) {
-  return topic == "request" && (key == "cached_tokens" || key == "preemptions");
+  return (topic == "request" && (key == "cached_tokens" || key == "preemptions")) ||
+         (topic == "experts" &&
+          (key == "phy2log" || key == "slot_device" || key == "balancedness"));
 }
 
 // Every other top-level field of every topic is required; removing any one of
@@ -380,7 +382,8 @@ TEST(ProtocolTest, ExtraFieldsAreIgnored) {
 // ---- Commands ----
 
 TEST(CommandCodecTest, CancelAndFlushCacheAreKnownCommands) {
-  for (std::string_view c : {"cancel", "flush_cache"}) {
+  for (std::string_view c :
+       {"cancel", "flush_cache", "expert_stats", "rebalance", "rebalance_auto"}) {
     EXPECT_NE(std::find(std::begin(kCommands), std::end(kCommands), c), std::end(kCommands)) << c;
   }
 }

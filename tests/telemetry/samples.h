@@ -152,6 +152,11 @@ inline std::vector<Message> SampleMessages() {
   load.step = 7;
   load.counts = {{10, 20, 30, 10}, {5, 25, 25, 15}};
   load.expert_device = {0, 0, 1, 1};
+  // 4 experts + 2 redundant slots over 2 devices: expert 2 (hottest of
+  // layer 0) and expert 1 (of layer 1) have a replica on the other device.
+  load.phy2log = {{0, 1, 2, 2, 3, 0}, {0, 1, 1, 2, 3, 1}};
+  load.slot_device = {0, 0, 0, 1, 1, 1};
+  load.balancedness = {0.875, 105.0 / 145.0};  // 35/40 and 35/48.33
   out.push_back(load);
 
   RequestDone req;

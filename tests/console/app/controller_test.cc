@@ -131,5 +131,73 @@ TEST(ConsoleController, LogScrolling) {
   EXPECT_EQ(c.view().log_scroll, 0);
 }
 
+TEST(ConsoleController, ExpertsViewScrollsAndPicksTheSlotMapLayer) {
+  Controller c(false);
+  Press(c, "4");
+  ASSERT_EQ(c.view().view, View::kExperts);
+  Press(c, "PageDown");
+  Press(c, "Down");
+  EXPECT_EQ(c.view().experts_scroll, 11);  // rows down from the top
+  EXPECT_EQ(c.view().log_scroll, 0);       // the Log keeps its place
+  Press(c, "Up");
+  Press(c, "PageUp");
+  Press(c, "Up");
+  EXPECT_EQ(c.view().experts_scroll, 0);
+  EXPECT_EQ(c.view().expert_layer, -1);  // least balanced layer
+  Press(c, "]");
+  Press(c, "]");
+  EXPECT_EQ(c.view().expert_layer, 1);
+  Press(c, "[");
+  Press(c, "[");
+  Press(c, "[");
+  EXPECT_EQ(c.view().expert_layer, -1);  // back to following the worst
+}
+
+// The plan's question arrives with the dry run's reply: 'y' sends the
+// apply, anything else drops it; while a line is being typed it waits.
+TEST(ConsoleController, AskedQuestionSendsOnYesOnly) {
+  Controller c(false);
+  const Effects dry = TypeLine(c, "rebalance 64");
+  ASSERT_TRUE(dry.send);
+  EXPECT_TRUE(dry.send->preview);
+  EXPECT_EQ(dry.send->request.args["dry_run"], true);
+  EXPECT_TRUE(c.view().confirm.empty());  // nothing to confirm before the plan
+
+  c.Ask("Apply: 3 experts? (y/n)", ConfirmedRebalance(*dry.send));
+  EXPECT_EQ(c.view().confirm, "Apply: 3 experts? (y/n)");
+  Effects fx = Press(c, "y");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->text, "rebalance! 64");
+  EXPECT_EQ(fx.send->request.args["dry_run"], false);
+  EXPECT_TRUE(c.view().confirm.empty());
+
+  c.Ask("Apply: 3 experts? (y/n)", ConfirmedRebalance(*dry.send));
+  fx = Press(c, "n");
+  EXPECT_FALSE(fx.send);
+  EXPECT_EQ(c.view().message, ":rebalance! 64 cancelled");
+
+  // Typing: the question waits until the line closes, so a 'y' typed into
+  // the command line is text, not an answer.
+  Press(c, ":");
+  Press(c, "y");
+  c.Ask("Apply? (y/n)", ConfirmedRebalance(*dry.send));
+  EXPECT_TRUE(c.view().confirm.empty());
+  EXPECT_EQ(c.view().command_text, "y");
+  Press(c, "Esc");
+  EXPECT_EQ(c.view().confirm, "Apply? (y/n)");
+  EXPECT_TRUE(Press(c, "y").send);
+}
+
+TEST(ConsoleController, RebalanceBangSendsAtOnceAndAutoIsPlain) {
+  Controller c(false);
+  Effects fx = TypeLine(c, "rebalance!");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.args["dry_run"], false);
+  EXPECT_TRUE(c.view().confirm.empty());
+  fx = TypeLine(c, "rebalance_auto 100 0.1");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.cmd, "rebalance_auto");
+}
+
 }  // namespace
 }  // namespace sy::console

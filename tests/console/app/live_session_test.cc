@@ -1,6 +1,7 @@
 #include "console/app/live_session.h"
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -177,6 +178,74 @@ TEST_F(ConsoleLiveSession, StopEventEndsRunNormally) {
   ASSERT_TRUE(Eventually([&] { return s.stop_seen(); }));
   ASSERT_TRUE(Eventually([&] { return LogHas(s, "run live-run ended"); }));
   EXPECT_EQ(FinishAndReadStatus(live), "ended");
+}
+
+// `:rebalance`: the dry run's plan lands in the Log as a table and raises
+// the question; what the question sends applies the same window and policy.
+TEST_F(ConsoleLiveSession, RebalanceDryRunShowsThePlanAndAsks) {
+  auto server = telemetry::ControlServer::Bind(ctl_ep_);
+  ASSERT_THAT(server, IsOk());
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<nlohmann::json> seen;
+  std::thread serve([&] {
+    while (!stop) {
+      (*server)->ServeFor(
+          [&](const telemetry::CommandRequest& r) {
+            {
+              std::lock_guard lock(mu);
+              seen.push_back(r.args);
+            }
+            const bool dry = r.args.value("dry_run", false);
+            nlohmann::json plan = {
+                {"layers",
+                 {{{"layer", 0}, {"before", 0.5}, {"after", 0.9}, {"moved", 3}},
+                  {{"layer", 1}, {"before", 1.0}, {"after", 1.0}, {"moved", 0}}}},
+                {"experts_moved", 3},
+                {"bytes", 3 << 20},
+                {"window", 50}};
+            return telemetry::OkReply(r.id, {{"plan", plan}, {"started", !dry}});
+          },
+          20ms);
+    }
+  });
+  LiveOptions o = Options();
+  o.db_path = "";
+  auto live = LiveSession::Start(o);
+  ASSERT_THAT(live, IsOk());
+  LiveSession& s = **live;
+  s.SendCommand(*ParseCommand("rebalance 50 global"));
+  std::vector<LiveSession::Question> questions;
+  ASSERT_TRUE(Eventually([&] {
+    for (auto& q : s.TakeQuestions()) questions.push_back(std::move(q));
+    return !questions.empty();
+  }));
+  ASSERT_EQ(questions.size(), 1u);
+  EXPECT_EQ(questions[0].text, "Apply: 3 experts, 3.00 MiB, balancedness 0.75 -> 0.95? (y/n)");
+  EXPECT_EQ(questions[0].command.text, "rebalance! 50 global");
+  EXPECT_EQ(questions[0].command.request.args["dry_run"], false);
+  EXPECT_TRUE(LogHas(s, "< :rebalance 50 global ok: dry run, 3 experts to move"));
+  EXPECT_TRUE(LogHas(s,
+                     "plan: 3 experts move (3.00 MiB) in 1 of 2 layers, window 50 steps; "
+                     "balancedness 0.75 -> 0.95"));
+  EXPECT_TRUE(LogHas(s, "  layer  before  after  moved"));
+  EXPECT_TRUE(LogHas(s, "  L0       0.50   0.90      3"));
+  EXPECT_TRUE(LogHas(s, "  L1       1.00   1.00      0"));
+
+  // Yes: the apply goes out; its reply raises no further question.
+  s.SendCommand(questions[0].command);
+  ASSERT_TRUE(Eventually([&] {
+    return LogHas(s,
+                  "< :rebalance! 50 global ok: started, 3 experts "
+                  "to move");
+  }));
+  EXPECT_TRUE(s.TakeQuestions().empty());
+  stop = true;
+  serve.join();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], nlohmann::json::parse(R"({"dry_run":true,"window":50,"policy":"global"})"));
+  EXPECT_EQ(seen[1], nlohmann::json::parse(R"({"dry_run":false,"window":50,"policy":"global"})"));
 }
 
 TEST_F(ConsoleLiveSession, UnwritableStoreIsAClearError) {

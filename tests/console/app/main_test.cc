@@ -146,7 +146,17 @@ TEST(ConsoleMain, ReplayListHeadlessAndRenderView) {
 
   r = RunConsole(dir, {"--replay", db, "--render-view", "help"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("seek back 10s"));
+  EXPECT_THAT(r.out, HasSubstr("Left/Right seek -10s / +10s"));
+
+  // A run recorded without a placement (an engine before EPLB): one slot per
+  // expert, balancedness computed from the counts (dev0 3 of 10 tokens in
+  // L0, dev1 7: 5/7), all through the store and the replay.
+  r = RunConsole(dir, {"--replay", db, "--render-view", "experts", "--size", "100x30"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Experts, last 64 steps: balancedness 0.71 (worst L0 0.71)"));
+  EXPECT_THAT(r.out, HasSubstr("Slots of L0 (least balanced; [ ] pick layer): one slot per "
+                               "expert (engine sent no placement)"));
+  EXPECT_THAT(r.out, HasSubstr("dev1   2  3  │   448  70.0%"));
 
   r = RunConsole(dir, {"--replay", db, "--render-view", "nope"});
   EXPECT_EQ(r.code, 2);

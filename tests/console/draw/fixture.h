@@ -167,6 +167,39 @@ inline Snapshot CacheFixtureSnapshot() {
   return s;
 }
 
+// The fixture under an EPLB placement: 8 experts + 2 redundant = 10 slots,
+// 5 per device. L0 replicates e0 and e2, L1 e0 and e1, L2 e4 and e5 (its
+// hot pair, both replicas of e5 still on device 1: the least balanced
+// layer), L3 e0 and e1. slot_tokens splits each expert's window tokens over
+// its replicas, as the Collector does; a rebalance has just finished.
+inline Snapshot EplbFixtureSnapshot() {
+  Snapshot s = FixtureSnapshot();
+  s.slot_device = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  s.phy2log = {{0, 1, 3, 5, 6, 0, 2, 4, 7, 2},
+               {0, 1, 2, 3, 4, 5, 6, 7, 0, 1},
+               {0, 1, 2, 3, 4, 5, 6, 7, 4, 5},
+               {0, 1, 2, 3, 4, 5, 6, 7, 0, 1}};
+  s.placement_reported = true;
+  s.slot_tokens = {{50, 0, 25, 0, 0, 50, 25, 0, 10, 25},
+                   {5, 5, 10, 10, 10, 10, 10, 10, 5, 5},
+                   {0, 0, 0, 0, 40, 40, 0, 0, 40, 40},
+                   {2.5, 2.5, 5, 5, 5, 5, 5, 5, 2.5, 2.5}};
+  s.balancedness = {92.5 / 110, 1.0, 80.0 / 120, 1.0};
+  s.balancedness_trend = {{0.5, 0.6, 0.84}, {1.0, 1.0}, {0.9, 0.7, 0.5, 0.67}, {1.0}};
+  s.rebalance.phase = "done";
+  s.rebalance.layers_done = 4;
+  s.rebalance.experts_moved = 5;
+  s.rebalance.before = 0.66;
+  s.rebalance.after = 0.94;
+  s.rebalance.longest_pause_ms = 0.8;
+  s.rebalance.moe_ms_before = 4.1;
+  s.rebalance.moe_ms_after = 3.2;
+  s.rebalance.auto_known = true;
+  s.rebalance.auto_every = 500;
+  s.rebalance.auto_min_gain = 0.05;
+  return s;
+}
+
 // True when no row is wider than the grid (a Grid cannot overflow by
 // construction, but the text of each row must also not exceed it).
 // s repeated n times (bars are runs of one glyph).

@@ -98,6 +98,100 @@ TEST(ConsoleCommandParse, LocalCommands) {
   ASSERT_THAT(ParseCommand("help"), IsOk());
 }
 
+TEST(ConsoleCommandParse, RebalanceIsADryRunFirst) {
+  Result<ParsedCommand> c = ParseCommand("rebalance");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.cmd, "rebalance");
+  EXPECT_EQ(c->request.args, nlohmann::json::parse(R"({"dry_run":true})"));
+  EXPECT_TRUE(c->preview);
+  EXPECT_FALSE(c->needs_confirm);  // the plan is the question
+  EXPECT_EQ(c->text, "rebalance");
+
+  c = ParseCommand("  rebalance hierarchical 200 ");  // either order
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.args,
+            nlohmann::json::parse(R"({"dry_run":true,"window":200,"policy":"hierarchical"})"));
+  EXPECT_EQ(c->text, "rebalance 200 hierarchical");
+
+  const ParsedCommand apply = ConfirmedRebalance(*c);
+  EXPECT_FALSE(apply.preview);
+  EXPECT_EQ(apply.text, "rebalance! 200 hierarchical");
+  EXPECT_EQ(apply.request.args,
+            nlohmann::json::parse(R"({"dry_run":false,"window":200,"policy":"hierarchical"})"));
+
+  c = ParseCommand("rebalance! global");  // straight to applying
+  ASSERT_THAT(c, IsOk());
+  EXPECT_FALSE(c->preview);
+  EXPECT_FALSE(c->needs_confirm);
+  EXPECT_EQ(c->request.args, nlohmann::json::parse(R"({"dry_run":false,"policy":"global"})"));
+  EXPECT_EQ(c->text, "rebalance! global");
+}
+
+TEST(ConsoleCommandParse, RebalanceArgumentsAreChecked) {
+  EXPECT_THAT(ParseCommand("rebalance sideways"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("bad rebalance argument 'sideways': expected a window in steps "
+                                 "or auto|global|hierarchical")));
+  EXPECT_THAT(ParseCommand("rebalance 0"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("at least 1 step")));
+  EXPECT_THAT(ParseCommand("rebalance 10 20"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("one window")));
+  EXPECT_THAT(ParseCommand("rebalance global auto"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("one policy")));
+  EXPECT_THAT(ParseCommand("rebalance -5"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(ParseCommand("pause!"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("only applies to cancel, flush_cache, rebalance, stop")));
+}
+
+TEST(ConsoleCommandParse, RebalanceAuto) {
+  Result<ParsedCommand> c = ParseCommand("rebalance_auto 500 0.05");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->name, "rebalance_auto");
+  EXPECT_EQ(c->request.cmd, "rebalance_auto");  // the engine's name
+  EXPECT_EQ(c->request.args, nlohmann::json::parse(R"({"every":500,"min_gain":0.05})"));
+  EXPECT_EQ(c->text, "rebalance_auto 500 0.05");
+  EXPECT_FALSE(c->needs_confirm);
+
+  c = ParseCommand("rebalance_auto 1000");  // the engine keeps its min gain
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.args, nlohmann::json::parse(R"({"every":1000})"));
+  c = ParseCommand("rebalance_auto off");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.args, nlohmann::json::parse(R"({"every":0})"));
+  EXPECT_EQ(c->text, "rebalance_auto off");
+
+  for (const char* bad :
+       {"rebalance_auto", "rebalance_auto soon", "rebalance_auto -1", "rebalance_auto 10 lots",
+        "rebalance_auto 10 1.5", "rebalance_auto 10 0.1 x", "rebalance_auto off 0.1",
+        "rebalance_auto 10 nan"}) {
+    EXPECT_THAT(ParseCommand(bad), StatusIs(StatusCode::kInvalidArgument)) << bad;
+  }
+  EXPECT_THAT(ParseCommand("rebalance_auto 10 1.5"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("expected a number from 0 to 1")));
+  EXPECT_THAT(ParseCommand("rebalance_auto! 10"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'!' only applies")));
+}
+
+TEST(ConsoleCommandComplete, RebalanceNamesPoliciesAndOff) {
+  Completion c = Complete("reb");
+  EXPECT_EQ(c.line, "rebalance");  // common prefix of rebalance, rebalance_auto
+  EXPECT_THAT(c.candidates, ::testing::ElementsAre("rebalance", "rebalance_auto"));
+  c = Complete("rebalance-a");
+  EXPECT_EQ(c.line, "rebalance_auto ");
+  c = Complete("rebalance h");
+  EXPECT_EQ(c.line, "rebalance hierarchical");
+  c = Complete("rebalance 100 gl");  // the word being typed, after a window
+  EXPECT_EQ(c.line, "rebalance 100 global");
+  c = Complete("rebalance ");
+  EXPECT_THAT(c.candidates, ::testing::ElementsAre("auto", "global", "hierarchical"));
+  c = Complete("rebalance_auto o");
+  EXPECT_EQ(c.line, "rebalance_auto off");
+  c = Complete("rebalance_auto 10 o");  // GAIN is a number: nothing to offer
+  EXPECT_EQ(c.line, "rebalance_auto 10 o");
+  EXPECT_TRUE(c.candidates.empty());
+}
+
 TEST(ConsoleCommandComplete, CommandNames) {
   Completion c = Complete("pa");
   EXPECT_EQ(c.line, "pause");

@@ -132,7 +132,7 @@ void CheckMatchesReference(const EplbLoad& load, const Config& c, const EplbPlac
 }
 
 // Balancedness of today's layout: no replicas, expert e on device e % P
-// (ExpertLayout::RoundRobin).
+// (ExpertMap::RoundRobin).
 double RoundRobinBalancedness(const std::vector<double>& row, int devices) {
   std::vector<double> device(devices, 0.0);
   for (size_t e = 0; e < row.size(); ++e) device[e % devices] += row[e];

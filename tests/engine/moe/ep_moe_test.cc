@@ -37,18 +37,21 @@ struct RankResult {
 // Runs one MoE layer on P ranks (one thread each); rank r holds tokens[r]
 // token vectors. `patch` may edit each rank's weights (e.g. the router).
 std::vector<RankResult> RunEp(const ModelConfig& c, int p, const std::vector<std::vector<float>>& x,
-                              void (*patch)(LayerWeights&) = nullptr, int layer = 0) {
-  const ExpertLayout layout = ExpertLayout::RoundRobin(c.experts, p);
+                              void (*patch)(LayerWeights&) = nullptr, int layer = 0,
+                              const ExpertMap* placement = nullptr) {
+  const ExpertMap round_robin =
+      ExpertMap::RoundRobin(c.layers, std::min(c.first_k_dense_replace, c.layers), c.experts, p);
+  const ExpertMap& map = placement != nullptr ? *placement : round_robin;
   InProcCommunicator comm(p);
   std::vector<RankResult> res(p);
   std::vector<std::thread> threads;
   for (int r = 0; r < p; ++r) {
     threads.emplace_back([&, r] {
-      ModelWeights w = BuildWeights(c, 9, layout.local_experts(r));
+      ModelWeights w = BuildWeights(c, 9, map.ExpertsOnDevice(r));
       if (patch) patch(w.layers[layer]);
       SpanRecorder rec(r, SpanRecorder::Clock::now());
       rec.Reset(TraceLevel::kFull);
-      EpMoeLayer moe(c, r, &layout, &comm);
+      EpMoeLayer moe(c, r, &map, &comm);
       const int tokens = static_cast<int>(x[r].size()) / c.hidden;
       res[r].out.assign(x[r].size(), -1.0f);
       res[r].counts.assign(c.experts, 0);
@@ -160,6 +163,30 @@ TEST(EpMoeSkewTest, UnbalancedRoutingSendsEverythingToOneRank) {
       rank0_sent = true;
   }
   EXPECT_TRUE(rank0_sent);
+}
+
+// Redundant experts: E = 8 over P = 4 with N = 12 slots (3 per device);
+// experts 0..3 have two replicas. Every token picks experts 1 then 5: the
+// rows for expert 1 split over its replicas on devices 0 and 3 (round-robin
+// per source, offset by the source rank), expert 5's all go to device 1, and
+// the outputs still match the single-device reference.
+TEST(EpMoeReplicaTest, RowsSplitOverReplicasAndOutputsMatch) {
+  const ModelConfig c = MoeConfig(2);
+  const std::vector<std::vector<int>> rows = {{0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3}};
+  const Result<ExpertMap> map = ExpertMap::DeviceMajor(1, 0, c.experts, 4, rows);
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  ASSERT_EQ(map->replicas(0, 1).size(), 2u);
+  const auto x = Inputs(c, {4, 2, 0, 3}, 1.5f);
+  const auto res = RunEp(c, 4, x, SkewRouter, 0, &*map);
+  ExpectMatchesReference(c, x, res, SkewRouter);
+  // Expert 1 (slots 1 on device 0 and 9 on device 3): rank 0 sends 2 + 2,
+  // rank 1 sends 1 + 1, rank 3 sends 1 to device 0 and 2 to device 3.
+  EXPECT_EQ(res[0].expert_rows, 4);
+  EXPECT_EQ(res[1].expert_rows, 4 + 2 + 3);  // every expert-5 row
+  EXPECT_EQ(res[2].expert_rows, 0);
+  EXPECT_EQ(res[3].expert_rows, 5);
+  EXPECT_EQ(res[0].counts[1], 4);  // counts stay per logical expert
+  EXPECT_EQ(res[0].counts[5], 4);
 }
 
 TEST(EpMoeSpanTest, ComputeSpansCarryLayerAndWork) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -25,18 +26,19 @@ void OnRanks(int p, const std::function<void(int)>& fn) {
 // P device workers built in parallel, as ModelRunner builds them.
 struct Devices {
   Devices(const ModelConfig& c, int p)
-      : config(c), layout(ExpertLayout::RoundRobin(c.experts, p)), comm(p) {
-    const ModelRunnerOptions o{.devices = p,
-                               .seed = 2,
-                               .checkpoint = nullptr,
-                               .kv_pages_per_device = 16,
-                               .page_size = 16,
-                               .state_slots_per_device = 2,
-                               .linear_chunk = 64,
-                               .linear_prefill = PrefillMode::kChunked};
+      : config(c),
+        map(ExpertMap::RoundRobin(c.layers, std::min(c.first_k_dense_replace, c.layers), c.experts,
+                                  p)),
+        comm(p) {
+    ModelRunnerOptions o;
+    o.devices = p;
+    o.seed = 2;
+    o.kv_pages_per_device = 16;
+    o.page_size = 16;
+    o.state_slots_per_device = 2;
     for (int r = 0; r < p; ++r) {
       workers.push_back(
-          std::make_unique<DeviceWorker>(c, o, r, &layout, &comm, SpanRecorder::Clock::now()));
+          std::make_unique<DeviceWorker>(c, o, r, &map, &comm, SpanRecorder::Clock::now()));
     }
     OnRanks(p, [&](int r) { workers[r]->Build(); });
     for (auto& w : workers) EXPECT_THAT(w->build_status(), IsOk());
@@ -75,7 +77,7 @@ struct Devices {
   }
 
   ModelConfig config;
-  ExpertLayout layout;
+  ExpertMap map;
   InProcCommunicator comm;
   std::vector<std::unique_ptr<DeviceWorker>> workers;
 };

@@ -42,23 +42,26 @@ SwigluWeights FullExpert(const Shape& s, int layer, int e) {
   return w;
 }
 
-// Rank r's MoE layers: its local experts present, the others empty.
-std::vector<LayerWeights> RankLayers(const Shape& s, const ExpertLayout& layout, int r) {
+// Rank r's MoE layers: the experts it holds in any layer present, the others empty.
+std::vector<LayerWeights> RankLayers(const Shape& s, const ExpertMap& map, int r) {
   std::vector<LayerWeights> layers(s.l);
   for (int i = 0; i < s.l; ++i) {
     layers[i].experts.resize(s.e);
-    for (int e : layout.local_experts(r)) layers[i].experts[e] = FullExpert(s, i, e);
+    for (int e : map.ExpertsOnDevice(r)) layers[i].experts[e] = FullExpert(s, i, e);
   }
   return layers;
 }
 
-// P buffers in EP mode over a round-robin layout and one communicator.
+ExpertMap RoundRobin(const Shape& s) { return ExpertMap::RoundRobin(s.l, 0, s.e, s.p); }
+
+// P buffers in EP mode over a placement (default round-robin) and one communicator.
 struct Cluster {
-  explicit Cluster(const Shape& shape)
-      : s(shape), layout(ExpertLayout::RoundRobin(shape.e, shape.p)), comm(shape.p) {
+  explicit Cluster(const Shape& shape) : Cluster(shape, RoundRobin(shape)) {}
+  Cluster(const Shape& shape, ExpertMap placement)
+      : s(shape), map(std::move(placement)), comm(shape.p) {
     for (int r = 0; r < s.p; ++r) {
-      std::vector<LayerWeights> layers = RankLayers(s, layout, r);
-      auto b = UnifiedExpertBuffer::Create(r, layout, s.i, s.h, layers);
+      std::vector<LayerWeights> layers = RankLayers(s, map, r);
+      auto b = UnifiedExpertBuffer::Create(r, map, s.i, s.h, layers);
       EXPECT_THAT(b, IsOk());
       buf.push_back(std::move(b).value());
     }
@@ -79,7 +82,7 @@ struct Cluster {
   }
 
   Shape s;
-  ExpertLayout layout;
+  ExpertMap map;
   InProcCommunicator comm;
   std::vector<std::unique_ptr<UnifiedExpertBuffer>> buf;
 };
@@ -93,8 +96,9 @@ void ExpectEpHoldsFullExperts(const Cluster& c) {
     const UnifiedExpertBuffer& b = *c.buf[r];
     ASSERT_EQ(b.mode(), ParallelMode::kEP);
     for (int i = 0; i < s.l; ++i) {
-      for (int k = 0; k < b.local_experts(); ++k) {
-        const SwigluWeights full = FullExpert(s, i, b.local_ids()[k]);
+      ASSERT_EQ(b.local_ids(i), c.map.LocalExperts(i, r));
+      for (int k = 0; k < b.local_slots(); ++k) {
+        const SwigluWeights full = FullExpert(s, i, b.local_ids(i)[k]);
         const EpExpertView v = b.EpExpert(i, k);
         EXPECT_EQ(Floats(v.gate_up, full.gate_up.size()), full.gate_up)
             << r << " " << i << " " << k;
@@ -111,11 +115,11 @@ class ExpertBufferTest : public ::testing::TestWithParam<int> {
 
 TEST_P(ExpertBufferTest, CreateMovesLocalExpertsIntoTheEpAliasAndFreesTheVectors) {
   const Shape s = MakeShape();
-  const ExpertLayout layout = ExpertLayout::RoundRobin(s.e, s.p);
-  std::vector<LayerWeights> layers = RankLayers(s, layout, 1);
-  auto b = UnifiedExpertBuffer::Create(1, layout, s.i, s.h, layers);
+  const ExpertMap map = RoundRobin(s);
+  std::vector<LayerWeights> layers = RankLayers(s, map, 1);
+  auto b = UnifiedExpertBuffer::Create(1, map, s.i, s.h, layers);
   ASSERT_THAT(b, IsOk());
-  EXPECT_EQ((*b)->local_ids(), layout.local_experts(1));
+  EXPECT_EQ((*b)->local_ids(0), map.LocalExperts(0, 1));
   for (const LayerWeights& lw : layers) {
     for (const SwigluWeights& x : lw.experts) {
       EXPECT_FALSE(x.present());
@@ -265,7 +269,7 @@ TEST(ExpertBufferMemoryTest, ExtraMemoryIsExactlyOneSlot) {
   EXPECT_EQ(b.slot_floats(), 384);
   EXPECT_EQ(b.slot_bytes(), 1536);
   EXPECT_EQ(b.bytes(), 6144);
-  const int64_t weights = int64_t{s.l} * b.local_experts() * 3 * s.i * s.h * 4;
+  const int64_t weights = int64_t{s.l} * b.local_slots() * 3 * s.i * s.h * 4;
   EXPECT_EQ(weights, 4608);
   EXPECT_EQ(b.bytes() - weights, 1536);
   EXPECT_EQ(b.scratch_bytes(), 2 * 1536 + 8);
@@ -281,21 +285,22 @@ TEST(ExpertBufferShapeTest, BadShapesAreRefusedNamingTheCondition) {
   EXPECT_THAT(UnifiedExpertBuffer::CheckShape(8, 8, 0, 4),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("hidden")));
   EXPECT_THAT(UnifiedExpertBuffer::CheckShape(8, 8, 4, 4), IsOk());
-  EXPECT_THAT(UnifiedExpertBuffer::CheckLayout(ExpertLayout::RoundRobin(8, 4), 8, 4), IsOk());
-  EXPECT_THAT(UnifiedExpertBuffer::CheckLayout(ExpertLayout({0, 0, 0, 1}, 2), 8, 4),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("device 0 owns 3 experts")));
+  EXPECT_THAT(UnifiedExpertBuffer::CheckMap(ExpertMap::RoundRobin(1, 0, 8, 4), 8, 4), IsOk());
+  EXPECT_THAT(UnifiedExpertBuffer::CheckMap(ExpertMap::RoundRobin(1, 0, 8, 3), 8, 4),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("device 2 holds 2 expert slots")));
 
   const Shape s{.p = 2, .e = 8, .i = 8, .h = 4, .l = 2};
-  const ExpertLayout rr = ExpertLayout::RoundRobin(s.e, s.p);
-  // A layout over P = 3 (which does not divide E): refused, the vectors left as they were.
+  const ExpertMap rr = RoundRobin(s);
+  // A map over P = 3 (unequal slot counts): refused, the vectors left as they were.
   std::vector<LayerWeights> layers = RankLayers(s, rr, 0);
-  EXPECT_THAT(UnifiedExpertBuffer::Create(0, ExpertLayout::RoundRobin(s.e, 3), s.i, s.h, layers),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("must divide experts")));
+  EXPECT_THAT(
+      UnifiedExpertBuffer::Create(0, ExpertMap::RoundRobin(s.l, 0, s.e, 3), s.i, s.h, layers),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("same number")));
   EXPECT_TRUE(layers[0].experts[0].present());
-  // An unbalanced layout: device 0 owns 6 experts.
-  const ExpertLayout skewed({0, 0, 0, 0, 0, 0, 1, 1}, 2);
-  EXPECT_THAT(UnifiedExpertBuffer::Create(0, skewed, s.i, s.h, layers),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("device 0 owns 6 experts")));
+  // A map with another number of MoE layers.
+  EXPECT_THAT(
+      UnifiedExpertBuffer::Create(0, ExpertMap::RoundRobin(3, 0, s.e, s.p), s.i, s.h, layers),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("2 MoE layers given")));
   // A local expert missing in layer 1.
   layers[1].experts[2] = SwigluWeights{};
   EXPECT_THAT(UnifiedExpertBuffer::Create(0, rr, s.i, s.h, layers),
@@ -318,18 +323,18 @@ TEST(ExpertBufferMoeTest, EpMoeLayerOnTheEpAliasIsBitIdenticalToTheVectors) {
   cfg.expert_inter = 16;
   cfg.shared_inter = 24;
   const int p = 2, tokens = 20;  // > kSmallGemmRows per expert on some: both GEMM paths
-  const ExpertLayout layout = ExpertLayout::RoundRobin(cfg.experts, p);
+  const ExpertMap map = ExpertMap::RoundRobin(cfg.layers, 0, cfg.experts, p);
   InProcCommunicator comm(p);
   std::vector<std::vector<float>> ref(p), got(p), again(p);
   OnRanks(p, [&](int r) {
-    const ModelWeights vec = BuildWeights(cfg, 5, layout.local_experts(r));
+    const ModelWeights vec = BuildWeights(cfg, 5, map.ExpertsOnDevice(r));
     ModelWeights moved = vec;
-    auto buf = UnifiedExpertBuffer::Create(r, layout, cfg.expert_inter, cfg.hidden, moved.layers);
+    auto buf = UnifiedExpertBuffer::Create(r, map, cfg.expert_inter, cfg.hidden, moved.layers);
     ASSERT_THAT(buf, IsOk());
     UnifiedExpertBuffer& b = **buf;
     std::vector<float> x(static_cast<size_t>(tokens) * cfg.hidden);
     FillTensor(40 + r, "x", 1.0f, 0.0f, x.data(), x.size());
-    EpMoeLayer moe(cfg, r, &layout, &comm);
+    EpMoeLayer moe(cfg, r, &map, &comm);
     auto run = [&](int layer, const SwigluView* views) {
       std::vector<float> out(x.size());
       if (views == nullptr) {
@@ -341,10 +346,10 @@ TEST(ExpertBufferMoeTest, EpMoeLayerOnTheEpAliasIsBitIdenticalToTheVectors) {
       return out;
     };
     auto views = [&](int layer) {
-      std::vector<SwigluView> v(cfg.experts);
-      for (int k = 0; k < b.local_experts(); ++k) {
+      std::vector<SwigluView> v(b.local_slots());
+      for (int k = 0; k < b.local_slots(); ++k) {
         const EpExpertView e = b.EpExpert(layer, k);
-        v[b.local_ids()[k]] = {.gate_up = e.gate_up, .down = e.down, .inter = cfg.expert_inter};
+        v[k] = {.gate_up = e.gate_up, .down = e.down, .inter = cfg.expert_inter};
       }
       return v;
     };
@@ -366,6 +371,85 @@ TEST(ExpertBufferMoeTest, EpMoeLayerOnTheEpAliasIsBitIdenticalToTheVectors) {
     EXPECT_EQ(std::memcmp(got[r].data(), ref[r].data(), ref[r].size() * sizeof(float)), 0);
     EXPECT_EQ(std::memcmp(again[r].data(), ref[r].data(), ref[r].size() * sizeof(float)), 0);
   }
+}
+
+// A permuted placement (R = 0, each layer its own row, not round-robin): the
+// EP alias holds each layer's experts in the map's order, the TP alias is
+// still every expert's shard in id order, and a round trip is bit-identical.
+TEST(ExpertBufferMapTest, PermutedMapRoundTripsBitIdentical) {
+  const Shape s{.p = 4, .e = 8, .i = 8, .h = 4, .l = 3};
+  const std::vector<std::vector<int>> rows = {
+      {7, 6, 5, 4, 3, 2, 1, 0}, {0, 4, 1, 5, 2, 6, 3, 7}, {2, 0, 7, 1, 6, 3, 5, 4}};
+  Result<ExpertMap> map = ExpertMap::DeviceMajor(s.l, 0, s.e, s.p, rows);
+  ASSERT_THAT(map, IsOk());
+  Cluster c(s, *map);
+  ExpectEpHoldsFullExperts(c);
+  EXPECT_EQ(c.buf[3]->local_ids(2), (std::vector<int>{5, 4}));
+  const std::vector<uint64_t> ep = c.Checksums(ParallelMode::kEP);
+  c.ReshardOk(ParallelMode::kTP);
+  const int sh = s.i / s.p;
+  for (int r = 0; r < s.p; ++r) {
+    for (int i = 0; i < s.l; ++i) {
+      for (int e = 0; e < s.e; ++e) {
+        const SwigluWeights full = FullExpert(s, i, e);
+        const TpExpertView v = c.buf[r]->TpExpert(i, e);
+        std::vector<float> dn(full.down.begin() + static_cast<size_t>(r) * sh * s.h,
+                              full.down.begin() + static_cast<size_t>(r + 1) * sh * s.h);
+        EXPECT_EQ(Floats(v.down, dn.size()), dn) << r << " " << i << " " << e;
+      }
+    }
+  }
+  c.ReshardOk(ParallelMode::kEP);
+  EXPECT_EQ(c.Checksums(ParallelMode::kEP), ep);
+  ExpectEpHoldsFullExperts(c);
+}
+
+// Redundant experts (N = 10 > E = 8 over P = 2: 5 slots each): the EP alias
+// holds the replicas, and the TP reshard is refused on every rank without a
+// collective, nothing moved.
+TEST(ExpertBufferMapTest, RedundantExpertsServeEpOnly) {
+  const Shape s{.p = 2, .e = 8, .i = 8, .h = 4, .l = 2};
+  const std::vector<int> row = {0, 1, 2, 3, 0, 4, 5, 6, 7, 0};
+  Result<ExpertMap> map = ExpertMap::DeviceMajor(s.l, 0, s.e, s.p, {row, row});
+  ASSERT_THAT(map, IsOk());
+  Cluster c(s, *map);
+  ExpectEpHoldsFullExperts(c);
+  EXPECT_EQ(c.buf[0]->local_slots(), 5);
+  EXPECT_EQ(c.buf[0]->slot_bytes(), 5 * 3 * s.i * s.h * 4);
+  const std::vector<uint64_t> ep = c.Checksums(ParallelMode::kEP);
+  for (const auto& res : c.Reshard(ParallelMode::kTP)) {
+    EXPECT_THAT(res, StatusIs(StatusCode::kFailedPrecondition, HasSubstr("redundant experts")));
+  }
+  for (const auto& b : c.buf) EXPECT_EQ(b->mode(), ParallelMode::kEP);
+  EXPECT_EQ(c.Checksums(ParallelMode::kEP), ep);
+}
+
+// Staging and commit: the staged experts replace the live ones in place
+// (same addresses), the rest of the layer is untouched, and the TP reshard
+// afterwards follows the committed placement.
+TEST(ExpertBufferMapTest, CommitStagedReplacesLiveSlotsInPlace) {
+  const Shape s{.p = 2, .e = 8, .i = 8, .h = 4, .l = 2};
+  Cluster c(s);  // round-robin: device 0 holds {0, 2, 4, 6}, device 1 {1, 3, 5, 7}
+  ExpertMap next = c.map;
+  // Layer 1: swap experts 2 (device 0, local 1) and 3 (device 1, local 1).
+  ASSERT_THAT(next.SetLayer(1, {0, 3, 4, 6, 1, 2, 5, 7}), IsOk());
+  const float* live0 = c.buf[0]->EpExpert(1, 1).gate_up;
+  const int64_t n = c.buf[0]->expert_floats();
+  for (int r = 0; r < s.p; ++r) {
+    const float* peer = c.buf[1 - r]->EpExpert(1, 1).gate_up;  // the other device's expert
+    std::memcpy(c.buf[r]->StagingExpert(1), peer, n * sizeof(float));
+  }
+  const std::vector<uint64_t> untouched = c.Checksums(ParallelMode::kEP);  // the spare is not in it
+  for (int r = 0; r < s.p; ++r) c.buf[r]->CommitStaged(1, std::vector<int>{1}, next);
+  EXPECT_EQ(c.buf[0]->EpExpert(1, 1).gate_up, live0);
+  c.map = next;
+  ExpectEpHoldsFullExperts(c);
+  EXPECT_NE(c.Checksums(ParallelMode::kEP), untouched);
+  const uint64_t reshards = c.buf[0]->reshards();
+  c.ReshardOk(ParallelMode::kTP);
+  c.ReshardOk(ParallelMode::kEP);
+  EXPECT_EQ(c.buf[0]->reshards(), reshards + 2);
+  ExpectEpHoldsFullExperts(c);
 }
 
 }  // namespace
