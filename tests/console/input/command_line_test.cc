@@ -177,7 +177,7 @@ TEST(ConsoleCommandComplete, RebalanceNamesPoliciesAndOff) {
   Completion c = Complete("reb");
   EXPECT_EQ(c.line, "rebalance");  // common prefix of rebalance, rebalance_auto
   EXPECT_THAT(c.candidates, ::testing::ElementsAre("rebalance", "rebalance_auto"));
-  c = Complete("rebalance-a");
+  c = Complete("rebalance_a");
   EXPECT_EQ(c.line, "rebalance_auto ");
   c = Complete("rebalance h");
   EXPECT_EQ(c.line, "rebalance hierarchical");
