@@ -140,8 +140,14 @@ std::vector<std::string> RebalanceEventLines(const telemetry::Event& e) {
                   std::to_string(Int(d, "experts_moved")) + " experts, " +
                   FormatMoveBytes(Int(d, "bytes")) + "; balancedness " +
                   Bal(MeanOf(Field(d, "before"))) + " -> " + Bal(MeanOf(Field(d, "after"))) +
-                  ", longest pause " + Ms(Num(d, "longest_pause_ms")) + ", MoE " +
-                  Ms(Num(d, "moe_ms_before")) + " -> " + Ms(Num(d, "moe_ms_after")) + " per step");
+                  " predicted, longest pause " + Ms(Num(d, "longest_pause_ms")));
+    return out;
+  }
+  if (e.phase == "measured") {
+    out.push_back(head + ": balancedness " + Bal(Num(d, "balancedness_before")) + " -> " +
+                  Bal(Num(d, "balancedness_after")) + " over " + std::to_string(Int(d, "steps")) +
+                  " steps each side, MoE " + Ms(Num(d, "moe_ms_before")) + " -> " +
+                  Ms(Num(d, "moe_ms_after")) + " per step");
     return out;
   }
   if (e.phase == "failed") {
@@ -191,6 +197,11 @@ void ApplyRebalanceEvent(const telemetry::Event& e, RebalanceStatus& st) {
     st.before = MeanOf(Field(d, "before"));
     st.after = MeanOf(Field(d, "after"));
     st.longest_pause_ms = Num(d, "longest_pause_ms");
+    st.moe_ms_before = Num(d, "moe_ms_before");
+  } else if (e.phase == "measured") {
+    st.phase = "measured";
+    st.measured_before = Num(d, "balancedness_before");
+    st.measured_after = Num(d, "balancedness_after");
     st.moe_ms_before = Num(d, "moe_ms_before");
     st.moe_ms_after = Num(d, "moe_ms_after");
   } else if (e.phase == "failed") {

@@ -67,15 +67,19 @@ struct ReplayClock {
 // `rebalance_auto` reply (docs/PROTOCOL.md "event"). Balancedness is mean /
 // max device load (1.0 = perfect), averaged over layers here.
 struct RebalanceStatus {
-  std::string phase;  // "" (none seen), "planned", "layer", "done", "failed"
+  std::string phase;  // "" (none seen), "planned", "layer", "done", "measured", "failed"
   int64_t t_us = -1;  // engine time of the latest rebalance event
   int layers_planned = 0;
   int layers_done = 0;
   int experts_moved = 0;
   int64_t bytes = 0;
   double before = 0;  // mean over layers
-  double after = 0;   // predicted (planned) or measured (done)
+  double after = 0;   // predicted by the plan
   double longest_pause_ms = 0;
+  // "measured" (32 steps after done): balancedness of the tokens really
+  // routed before and after, and the MoE time per step.
+  double measured_before = 0;
+  double measured_after = 0;
   double moe_ms_before = 0;
   double moe_ms_after = 0;
   std::string error;  // failed: the engine's message

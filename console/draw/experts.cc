@@ -76,9 +76,14 @@ std::string RebalanceLine(const RebalanceStatus& r, Style& style) {
         std::to_string(r.layers_planned) + " layers committed";
     style = theme::kWarn;
   } else if (r.phase == "done") {
-    t = "rebalanced: " + Fixed2(r.before) + " -> " + Fixed2(r.after) + ", " +
-        std::to_string(r.experts_moved) + " experts, pause " + ms(r.longest_pause_ms) + ", MoE " +
-        ms(r.moe_ms_before) + " -> " + ms(r.moe_ms_after);
+    t = "rebalanced: predicted " + Fixed2(r.before) + " -> " + Fixed2(r.after) + ", " +
+        std::to_string(r.experts_moved) + " experts, pause " + ms(r.longest_pause_ms) +
+        "; measuring";
+    style = theme::kGood;
+  } else if (r.phase == "measured") {
+    t = "rebalanced: measured " + Fixed2(r.measured_before) + " -> " + Fixed2(r.measured_after) +
+        ", MoE " + ms(r.moe_ms_before) + " -> " + ms(r.moe_ms_after) + "/step, " +
+        std::to_string(r.experts_moved) + " experts, pause " + ms(r.longest_pause_ms);
     style = theme::kGood;
   } else if (r.phase == "failed") {
     t = "rebalance FAILED at " + r.error + (r.rolled_back ? " (rolled back)" : "");

@@ -1,5 +1,6 @@
 #include "engine/eplb/rebalance_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -57,12 +58,35 @@ Result<std::vector<std::vector<int>>> InitialPlacement(int layers, int experts, 
         "--redundant-experts: experts + redundant = " + std::to_string(experts + redundant) +
         " physical slots must divide evenly over " + std::to_string(devices) + " devices");
   }
-  const EplbOptions o{.num_replicas = experts + redundant,
-                      .num_devices = devices,
-                      .policy = EplbPolicy::kGlobal};
-  ASSIGN_OR_RETURN(EplbPlacement p,
-                   RebalanceExperts(EplbLoad(1, std::vector<double>(experts, 1.0)), o));
-  return std::vector<std::vector<int>>(layers, p.phy2log[0]);
+  // Round-robin where it fits (expert e on device e % P, as without
+  // redundancy), then replicas of experts 0, 1, ... each on the first device
+  // with room that does not hold that expert yet: no load is known at start,
+  // so spread the copies rather than guess (EPLB over a uniform load would
+  // stack an expert's replicas on one device, where they help nothing).
+  const int per_device = (experts + redundant) / devices;
+  std::vector<std::vector<int>> on(devices);
+  const auto place = [&](int e, int first) {
+    for (int i = 0; i < devices; ++i) {
+      const int d = (first + i) % devices;
+      if (static_cast<int>(on[d].size()) < per_device &&
+          std::find(on[d].begin(), on[d].end(), e) == on[d].end()) {
+        on[d].push_back(e);
+        return;
+      }
+    }
+    for (int i = 0; i < devices; ++i) {  // every device with room holds e already
+      const int d = (first + i) % devices;
+      if (static_cast<int>(on[d].size()) < per_device) {
+        on[d].push_back(e);
+        return;
+      }
+    }
+  };
+  for (int e = 0; e < experts; ++e) place(e, e % devices);
+  for (int r = 0; r < redundant; ++r) place(r % experts, (r % experts) % devices + 1);
+  std::vector<int> row;
+  for (const std::vector<int>& d : on) row.insert(row.end(), d.begin(), d.end());
+  return std::vector<std::vector<int>>(layers, row);
 }
 
 Result<Placement> PlacementOf(const ExpertMap& map) {

@@ -69,9 +69,10 @@ Result<RebalancePlan> PlanRebalance(const ExpertStats& stats, const ExpertMap& m
 nlohmann::json PlanJson(const RebalancePlan& plan);
 
 // The start-up placement with `redundant` extra slots (--redundant-experts):
-// EPLB's global policy over a uniform load, the same row in every layer
-// (dense rows included). INVALID_ARGUMENT naming the flag when
-// experts + redundant does not divide over the devices or redundant < 0.
+// expert e on device e % P where it fits, then one replica each of experts
+// 0, 1, ... on the next device with room that does not hold it yet; the same
+// row in every layer (dense rows included). INVALID_ARGUMENT naming the flag
+// when experts + redundant does not divide over the devices or redundant < 0.
 Result<std::vector<std::vector<int>>> InitialPlacement(int layers, int experts, int devices,
                                                        int redundant);
 

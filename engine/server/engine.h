@@ -225,7 +225,8 @@ class Engine {
     eplb::RebalancePlan plan;
     int64_t start_step = 0;
     double moe_ms_before = 0;       // mean over the steps before Start
-    double measured_before = 1.0;   // mean step balancedness before Start
+    double measured_before = 1.0;   // window balancedness of the steps before Start
+    double step_before = 1.0;       // mean per-step balancedness of those steps
     int64_t measure_at_step = -1;   // publish the "measured" event at this step
     bool automatic = false;
   };

@@ -100,7 +100,12 @@ Result<json> Engine::RebalanceCommand(const json& args) {
   json result = {{"plan", eplb::PlanJson(plan)}, {"started", false}};
   if (dry_run) return result;
   const double before = MeanMoeMs(kMeasureSteps);
-  Result<eplb::Balancedness> measured = expert_stats_->StepBalancedness(kMeasureSteps);
+  // Measured = the load the devices really carried over the last steps under
+  // the placement that served them (the window summed, then balanced: a mean
+  // of per-step values would mostly measure how few tokens a small step has).
+  Result<eplb::Balancedness> measured =
+      expert_stats_->WindowBalancedness(kMeasureSteps, *placement_);
+  Result<eplb::Balancedness> per_step = expert_stats_->StepBalancedness(kMeasureSteps);
   RETURN_IF_ERROR(applier_->Start(plan, fault));
   PublishEvent("rebalance", "rebalance", "planned",
                "rebalance: " + std::to_string(plan.experts_moved) + " expert weights to move, " +
@@ -109,7 +114,8 @@ Result<json> Engine::RebalanceCommand(const json& args) {
   rebalance_ = RebalanceRun{.plan = std::move(plan),
                             .start_step = scheduler_->step(),
                             .moe_ms_before = before,
-                            .measured_before = measured.ok() ? measured->mean : 1.0};
+                            .measured_before = measured.ok() ? measured->mean : 1.0,
+                            .step_before = per_step.ok() ? per_step->mean : 1.0};
   result["started"] = true;
   return result;
 }
@@ -198,7 +204,9 @@ void Engine::PollRebalance() {
   // The promised comparison, once enough steps ran on the new placement.
   if (rebalance_ && rebalance_->measure_at_step >= 0 &&
       scheduler_->step() >= rebalance_->measure_at_step) {
-    Result<eplb::Balancedness> after = expert_stats_->StepBalancedness(kMeasureSteps);
+    Result<eplb::Balancedness> after =
+        expert_stats_->WindowBalancedness(kMeasureSteps, *placement_);
+    Result<eplb::Balancedness> per_step = expert_stats_->StepBalancedness(kMeasureSteps);
     const double b_after = after.ok() ? after->mean : 1.0;
     const double moe_after = MeanMoeMs(kMeasureSteps);
     PublishEvent("rebalance", "rebalance", "measured",
@@ -209,6 +217,8 @@ void Engine::PollRebalance() {
                   {"balancedness_after", b_after},
                   {"moe_ms_before", rebalance_->moe_ms_before},
                   {"moe_ms_after", moe_after},
+                  {"step_balancedness_before", rebalance_->step_before},
+                  {"step_balancedness_after", per_step.ok() ? per_step->mean : 1.0},
                   {"steps", kMeasureSteps}});
     rebalance_.reset();
   }

@@ -179,16 +179,30 @@ TEST(ConsoleExperts, RebalanceEventsBecomeLogLinesAndStatus) {
                             {"longest_pause_ms", 0.8},
                             {"before", {0.6, 0.8}},
                             {"after", {0.92, 0.96}},
-                            {"moe_ms_before", 4.1},
-                            {"moe_ms_after", 3.2}}));
+                            {"moe_ms_before", 4.1}}));
   s = c.TakeSnapshot();
   EXPECT_EQ(s.rebalance.phase, "done");
   EXPECT_DOUBLE_EQ(s.rebalance.after, 0.94);
   EXPECT_DOUBLE_EQ(s.rebalance.longest_pause_ms, 0.8);
   EXPECT_EQ(s.log.back().text,
-            "rebalance done: 2 layers, 3 experts, 1.50 MiB; balancedness 0.70 -> 0.94, longest "
-            "pause 0.80ms, MoE 4.10ms -> 3.20ms per step");
+            "rebalance done: 2 layers, 3 experts, 1.50 MiB; balancedness 0.70 -> 0.94 predicted, "
+            "longest pause 0.80ms");
   EXPECT_EQ(s.log.back().level, LogLevel::kInfo);
+
+  c.Consume(RebalanceEvent(2, "rebalance", "measured",
+                           {{"balancedness_before", 0.68},
+                            {"balancedness_after", 0.91},
+                            {"moe_ms_before", 4.1},
+                            {"moe_ms_after", 3.2},
+                            {"steps", 32}}));
+  s = c.TakeSnapshot();
+  EXPECT_EQ(s.rebalance.phase, "measured");
+  EXPECT_DOUBLE_EQ(s.rebalance.measured_after, 0.91);
+  EXPECT_DOUBLE_EQ(s.rebalance.moe_ms_after, 3.2);
+  EXPECT_EQ(s.rebalance.experts_moved, 3) << "measured keeps what done said";
+  EXPECT_EQ(s.log.back().text,
+            "rebalance measured: balancedness 0.68 -> 0.91 over 32 steps each side, MoE 4.10ms "
+            "-> 3.20ms per step");
 
   c.Consume(
       RebalanceEvent(3, "rebalance", "failed",
@@ -218,8 +232,8 @@ TEST(ConsoleExperts, MalformedRebalanceDetailsAreTolerated) {
   c.Consume(RebalanceEvent(2, "rebalance", "failed", {{"rolled_back", "yes"}}));
   const Snapshot s = c.TakeSnapshot();
   EXPECT_EQ(s.log[0].text,
-            "rebalance done: 0 layers, 0 experts, 0 B; balancedness 0.00 -> 1.00, longest pause "
-            "0.00ms, MoE 0.00ms -> 0.00ms per step");
+            "rebalance done: 0 layers, 0 experts, 0 B; balancedness 0.00 -> 1.00 predicted, "
+            "longest pause 0.00ms");
   EXPECT_EQ(s.log[1].text,
             "rebalance planned plan: 0 experts move (0 B) in 0 of 0 layers, window 0 steps; "
             "balancedness 1.00 -> 1.00");

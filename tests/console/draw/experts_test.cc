@@ -62,9 +62,9 @@ TEST(ConsoleDrawExperts, BalancednessSlotMapAndRebalance) {
   const Grid g = DrawExperts(EplbFixtureSnapshot(), ViewState{}, Rect{0, 0, 100, 30});
   EXPECT_THAT(g.Row(0), StartsWith("Experts, last 64 steps: balancedness 0.88 (worst L2 0.67), "
                                    "device max/mean 1.01x"));
-  EXPECT_THAT(g.Row(1), StartsWith("rebalanced: 0.66 -> 0.94, 5 experts, pause 0.80ms, MoE "
-                                   "4.10ms -> 3.20ms; auto every 500 steps, gain "));
-  EXPECT_THAT(DrawExperts(EplbFixtureSnapshot(), ViewState{}, Rect{0, 0, 120, 30}).Row(1),
+  EXPECT_THAT(g.Row(1), StartsWith("rebalanced: measured 0.64 -> 0.91, MoE 4.10ms -> 3.20ms/step, "
+                                   "5 experts, pause 0.80ms; auto every 5"));
+  EXPECT_THAT(DrawExperts(EplbFixtureSnapshot(), ViewState{}, Rect{0, 0, 140, 30}).Row(1),
               HasSubstr("auto every 500 steps, gain > 0.05   "));
   EXPECT_EQ(g.at(0, 1).style, theme::kGood);
   // Balancedness right after the 8 x 3 heatmap columns, at x 30: " 0.84 ",

@@ -186,8 +186,10 @@ inline Snapshot EplbFixtureSnapshot() {
                    {2.5, 2.5, 5, 5, 5, 5, 5, 5, 2.5, 2.5}};
   s.balancedness = {92.5 / 110, 1.0, 80.0 / 120, 1.0};
   s.balancedness_trend = {{0.5, 0.6, 0.84}, {1.0, 1.0}, {0.9, 0.7, 0.5, 0.67}, {1.0}};
-  s.rebalance.phase = "done";
+  s.rebalance.phase = "measured";
   s.rebalance.layers_done = 4;
+  s.rebalance.measured_before = 0.64;
+  s.rebalance.measured_after = 0.91;
   s.rebalance.experts_moved = 5;
   s.rebalance.before = 0.66;
   s.rebalance.after = 0.94;

@@ -8,6 +8,8 @@
 
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -201,6 +203,25 @@ TEST(RebalancePlanTest, RefusesUnevenDevicesAndEmptyWindows) {
   EXPECT_EQ(PlanRebalance(*stats, even, {}, 1).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(InitialPlacement(config.layers, config.experts, 4, 3).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+TEST(RebalancePlanTest, InitialPlacementSpreadsReplicasOverDevices) {
+  for (const auto& [experts, devices, redundant] :
+       std::vector<std::tuple<int, int, int>>{{16, 4, 4}, {16, 4, 8}, {8, 2, 2}, {16, 3, 2}}) {
+    Result<std::vector<std::vector<int>>> rows =
+        InitialPlacement(2, experts, devices, redundant);
+    ASSERT_THAT(rows.status(), IsOk());
+    Result<ExpertMap> map = ExpertMap::DeviceMajor(2, 0, experts, devices, *rows);
+    ASSERT_THAT(map.status(), IsOk()) << experts << "/" << devices << "+" << redundant;
+    EXPECT_TRUE(map->uniform());
+    for (int e = 0; e < experts; ++e) {
+      std::set<int> on;
+      for (int slot : map->replicas(1, e)) on.insert(map->slot_device(slot));
+      EXPECT_EQ(on.size(), map->replicas(1, e).size()) << "expert " << e << " stacked on a device";
+    }
+    if (redundant == 0) continue;
+    EXPECT_EQ(map->replicas(1, 0).size(), 2u) << "expert 0 gets the first spare slot";
+  }
 }
 
 }  // namespace
