@@ -37,6 +37,7 @@ using nlohmann::json;
 #define SY_META(X)                                                                      \
   X(model) X(devices) X(layout) X(trace_level) X(paused) X(started_unix_ms) X(workload) \
   X(expert_device) X(kv_pages_per_device) X(state_slots_per_device)
+#define SY_META_OPTIONAL(X) X(policy)
 #define SY_STEP(X)                                                                      \
   X(step) X(start_us) X(dur_us) X(prefill_tokens) X(decode_tokens) X(batch_requests)    \
   X(running) X(waiting) X(finished_total) X(generated_total)
@@ -153,7 +154,11 @@ void Read(const json& j, const std::string& path, std::string& out) {
   out = j.get<std::string>();
 }
 
-void Read(const json& j, const std::string& path, json& out) { out = j; }
+// Free-form fields (event detail, meta policy) are objects on the wire.
+void Read(const json& j, const std::string& path, json& out) {
+  if (!j.is_object()) Fail(path, "must be an object" + Got(j));
+  out = j;
+}
 
 template <typename T>
 void Read(const json& j, const std::string& path, std::vector<T>& out) {
@@ -256,7 +261,7 @@ void GetEnv(const json& j, Envelope& e) {
     LIST(SY_GET)                          \
     OPTIONAL(SY_GET_OPTIONAL)             \
   }
-SY_MESSAGE(Meta, SY_META, SY_NO_FIELDS)
+SY_MESSAGE(Meta, SY_META, SY_META_OPTIONAL)
 SY_MESSAGE(Step, SY_STEP, SY_NO_FIELDS)
 SY_MESSAGE(Spans, SY_SPANS, SY_NO_FIELDS)
 SY_MESSAGE(KernelStats, SY_KERNEL_STATS, SY_NO_FIELDS)

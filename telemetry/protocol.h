@@ -98,6 +98,9 @@ struct Meta {
   // Recurrent-state slots per device (one per running request of a hybrid
   // model); 0 for a model without linear-attention layers.
   int state_slots_per_device = 0;
+  // Optional on the wire: the TP/EP switch policy in force, as the `policy`
+  // command returns it ({"mode", "t_high", "t_low", ...}); {} when absent.
+  nlohmann::json policy = nlohmann::json::object();
 };
 
 // One per scheduler step that ran a batch.
@@ -289,7 +292,7 @@ Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
 // Known commands; the engine refuses others with NOT_FOUND.
 inline constexpr std::string_view kCommands[] = {
     "describe", "status",      "pause",        "resume",    "trace",         "stop",
-    "cancel",   "flush_cache", "expert_stats", "rebalance", "rebalance_auto"};
+    "cancel",   "flush_cache", "expert_stats", "rebalance", "rebalance_auto", "switch", "policy", "calibrate"};
 
 struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back

@@ -10,19 +10,19 @@ namespace sy::engine {
 
 namespace {
 
-// c rows r < R (stride n) += a rows (stride lda) * b. k is unrolled by 4 so
+// c rows r < R (stride n) += a rows (stride lda) * b (rows of stride ldb). k is unrolled by 4 so
 // each c vector is loaded and stored once per four rows of b; b rows are read
 // sequentially, once for all R rows of a.
 template <int R>
-__attribute__((target("avx2,fma"))) void RowsAvx2(const float* a, int lda, const float* b, float* c,
-                                                  int k, int n) {
+__attribute__((target("avx2,fma"))) void RowsAvx2(const float* a, int lda, const float* b, int ldb,
+                                                  float* c, int k, int n) {
   const int n8 = n & ~7;
   int kk = 0;
   for (; kk + 4 <= k; kk += 4) {
-    const float* b0 = b + static_cast<size_t>(kk) * n;
-    const float* b1 = b0 + n;
-    const float* b2 = b1 + n;
-    const float* b3 = b2 + n;
+    const float* b0 = b + static_cast<size_t>(kk) * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
     __m256 x[R][4];
     for (int r = 0; r < R; ++r) {
       for (int u = 0; u < 4; ++u)
@@ -53,7 +53,7 @@ __attribute__((target("avx2,fma"))) void RowsAvx2(const float* a, int lda, const
     }
   }
   for (; kk < k; ++kk) {
-    const float* b0 = b + static_cast<size_t>(kk) * n;
+    const float* b0 = b + static_cast<size_t>(kk) * ldb;
     for (int r = 0; r < R; ++r) {
       const float xv = a[static_cast<size_t>(r) * lda + kk];
       float* cr = c + static_cast<size_t>(r) * n;
@@ -62,22 +62,23 @@ __attribute__((target("avx2,fma"))) void RowsAvx2(const float* a, int lda, const
   }
 }
 
-void SmallAvx2(const float* a, int lda, const float* b, float* c, int m, int k, int n) {
+void SmallAvx2(const float* a, int lda, const float* b, int ldb, float* c, int m, int k, int n) {
   int r = 0;
   for (; r + 4 <= m; r += 4) {
-    RowsAvx2<4>(a + static_cast<size_t>(r) * lda, lda, b, c + static_cast<size_t>(r) * n, k, n);
+    RowsAvx2<4>(a + static_cast<size_t>(r) * lda, lda, b, ldb, c + static_cast<size_t>(r) * n, k,
+                n);
   }
   const float* ar = a + static_cast<size_t>(r) * lda;
   float* cr = c + static_cast<size_t>(r) * n;
   switch (m - r) {
     case 3:
-      RowsAvx2<3>(ar, lda, b, cr, k, n);
+      RowsAvx2<3>(ar, lda, b, ldb, cr, k, n);
       break;
     case 2:
-      RowsAvx2<2>(ar, lda, b, cr, k, n);
+      RowsAvx2<2>(ar, lda, b, ldb, cr, k, n);
       break;
     case 1:
-      RowsAvx2<1>(ar, lda, b, cr, k, n);
+      RowsAvx2<1>(ar, lda, b, ldb, cr, k, n);
       break;
     default:
       break;
@@ -137,21 +138,21 @@ void Axpy(float alpha, const float* x, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-void GemmLda(const float* a, int lda, const float* b, float* c, int m, int k, int n,
-             bool accumulate) {
+void GemmStrided(const float* a, int lda, const float* b, int ldb, float* c, int m, int k, int n,
+                 bool accumulate) {
   if (m <= 0 || n <= 0) return;
   if (m > kSmallGemmRows) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, n,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
                 accumulate ? 1.0f : 0.0f, c, n);
     return;
   }
   if (HasAvx2Fma()) {
     if (!accumulate) std::memset(c, 0, sizeof(float) * static_cast<size_t>(m) * n);
-    SmallAvx2(a, lda, b, c, m, k, n);
+    SmallAvx2(a, lda, b, ldb, c, m, k, n);
     return;
   }
   for (int r = 0; r < m; ++r) {
-    cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, b, n, a + static_cast<size_t>(r) * lda, 1,
+    cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, b, ldb, a + static_cast<size_t>(r) * lda, 1,
                 accumulate ? 1.0f : 0.0f, c + static_cast<size_t>(r) * n, 1);
   }
 }

@@ -19,9 +19,20 @@ namespace sy::engine {
 
 inline constexpr int kSmallGemmRows = 12;
 
+// lda: stride between rows of a (>= k); ldb: stride between rows of b (>= n),
+// so b may be a column block of a wider matrix. c has exactly n columns.
+// The numbers do not depend on lda or ldb: the same (m, k, n) and the same
+// values give bit-identical c whatever the strides (both paths; tested), which
+// lets a column slice of a weight be multiplied in place with the exact
+// result of a contiguous copy of it (engine/moe/moe_common.h).
+void GemmStrided(const float* a, int lda, const float* b, int ldb, float* c, int m, int k, int n,
+                 bool accumulate = false);
+
 // lda: stride between rows of a (>= k). REQUIRES: b has exactly n columns, c has n columns.
-void GemmLda(const float* a, int lda, const float* b, float* c, int m, int k, int n,
-             bool accumulate = false);
+inline void GemmLda(const float* a, int lda, const float* b, float* c, int m, int k, int n,
+                    bool accumulate = false) {
+  GemmStrided(a, lda, b, n, c, m, k, n, accumulate);
+}
 
 inline void Gemm(const float* a, const float* b, float* c, int m, int k, int n,
                  bool accumulate = false) {

@@ -20,6 +20,7 @@ DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& 
       options_(options),
       rank_(rank),
       map_(map),
+      comm_(comm),
       shape_{config.heads, config.kv_heads, config.head_dim},
       q_cols_(config.heads * config.head_dim),
       kv_cols_(config.kv_heads * config.head_dim),
@@ -104,6 +105,29 @@ Status DeviceWorker::BuildExperts() {
   return Status::Ok();
 }
 
+DeviceSwitch DeviceWorker::Reshard(ParallelMode target, const FaultPlan* fault) {
+  assert(expert_buffer_ != nullptr);
+  DeviceSwitch out = ReshardDevice(expert_buffer_.get(), target, comm_, fault, /*rec=*/nullptr);
+  if (!out.status.ok() || expert_buffer_->mode() != ParallelMode::kTP) return out;
+  // The EP views stay valid (EP addresses never move); the TP alias is read
+  // through views made once per switch.
+  if (tp_moe_ == nullptr) {
+    tp_moe_ = std::make_unique<TpMoeLayer>(
+        config_, rank_, comm_,
+        RouterSkew{.skew = options_.router_skew, .drift_steps = options_.skew_drift_steps});
+  }
+  const int moe_layers = expert_buffer_->layers(), e_count = config_.experts;
+  tp_views_.resize(static_cast<size_t>(moe_layers) * e_count);
+  for (int i = 0; i < moe_layers; ++i) {
+    for (int e = 0; e < e_count; ++e) {
+      const TpExpertView v = expert_buffer_->TpExpert(i, e);
+      tp_views_[static_cast<size_t>(i) * e_count + e] = {
+          .gate_up = v.gate_up, .down = v.down, .shard = v.inter_shard};
+    }
+  }
+  return out;
+}
+
 void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
                            const StepSink& sink, std::vector<int64_t>* counts) {
   const int h = config_.hidden;
@@ -135,6 +159,8 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   }
 
   moe_.set_step(batch.step);
+  const bool tp = expert_buffer_ != nullptr && expert_buffer_->mode() == ParallelMode::kTP;
+  if (tp) tp_moe_->set_step(batch.step);
   CopyCheckpoints(batch, local);
   Embed(batch, local, tokens);
   for (int l = 0; l < config_.layers; ++l) {
@@ -183,10 +209,14 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
       continue;
     }
     // Every device joins the MoE collectives, with zero tokens when idle.
-    assert(expert_buffer_ == nullptr || expert_buffer_->mode() == ParallelMode::kEP);
-    moe_.Forward(l, w, &expert_views_[static_cast<size_t>(l - first_moe_) * slots_], xn_.data(),
-                 tokens, moe_out_.data(), &recorder_,
-                 counts->data() + static_cast<size_t>(l) * config_.experts);
+    int64_t* layer_counts = counts->data() + static_cast<size_t>(l) * config_.experts;
+    if (tp) {
+      tp_moe_->Forward(l, w, &tp_views_[static_cast<size_t>(l - first_moe_) * config_.experts],
+                       xn_.data(), tokens, moe_out_.data(), &recorder_, layer_counts);
+    } else {
+      moe_.Forward(l, w, &expert_views_[static_cast<size_t>(l - first_moe_) * slots_], xn_.data(),
+                   tokens, moe_out_.data(), &recorder_, layer_counts);
+    }
     for (size_t i = 0; i < rows * h; ++i) x_[i] += moe_out_[i];
   }
   Head(batch, local, want_logits, sink);

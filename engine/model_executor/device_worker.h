@@ -31,7 +31,14 @@
 // addresses never move, so the views survive a round trip TP->EP and a live
 // expert move (UnifiedExpertBuffer::CommitStaged copies in place).
 //
-// Thread-safety: Build and Forward run on the device's own thread only; the
+// Parallel mode (ModelRunner::SwitchParallelism): the buffer's mode is the
+// device's layout. EP runs the MoE layers with EpMoeLayer over expert_views_;
+// TP with TpMoeLayer over tp_views_ (E slices per MoE layer into the
+// buffer's TP alias), built by Reshard after each switch to TP. Expert
+// counts are taken at routing time on the home device in both modes, so
+// they are the same whatever the layout.
+//
+// Thread-safety: Build, Forward and Reshard run on the device's own thread only; the
 // accessors are for the runner thread between steps, except that the
 // buffer's staging slot (UnifiedExpertBuffer::StagingExpert) may be written
 // and its EP alias read from another thread during Forward: Forward never
@@ -51,8 +58,10 @@
 #include "engine/model/layers.h"
 #include "engine/model/weights.h"
 #include "engine/model_executor/model_runner.h"
+#include "engine/model_executor/parallel_switch.h"
 #include "engine/moe/ep_moe.h"
 #include "engine/moe/expert_map.h"
+#include "engine/moe/tp_moe.h"
 #include "engine/parallelism/expert_buffer.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
@@ -92,8 +101,12 @@ class DeviceWorker {
   SpanRecorder& recorder() { return recorder_; }
   // The device's routed-expert storage, or null when the shape does not fit
   // one (see above). A reshard through it must not overlap a Forward, and
-  // Forward REQUIRES it in EP mode.
+  // Forward runs the layout it is in.
   UnifiedExpertBuffer* expert_buffer() { return expert_buffer_.get(); }
+  // The reshard job of a switch (all devices together, between steps):
+  // ReshardDevice on this device's buffer, then, after a switch to TP, the
+  // TP views. REQUIRES: expert_buffer() != null.
+  DeviceSwitch Reshard(ParallelMode target, const FaultPlan* fault);
 
  private:
   // Seeds each seq's state_slot from its prefix-cache checkpoint, if any.
@@ -111,10 +124,12 @@ class DeviceWorker {
   const ModelRunnerOptions options_;
   const int rank_;
   const ExpertMap* map_;
+  InProcCommunicator* comm_;
   const AttentionShape shape_;
   const int q_cols_, kv_cols_, qkv_cols_;
   SpanRecorder recorder_;
   EpMoeLayer moe_;
+  std::unique_ptr<TpMoeLayer> tp_moe_;  // made at the first switch to TP
   RopeTable rope_;
   ModelWeights weights_;
   std::unique_ptr<KvPool> pool_;
@@ -127,6 +142,7 @@ class DeviceWorker {
   std::unique_ptr<UnifiedExpertBuffer> expert_buffer_;
   const int slots_;                       // this device's expert slots per layer
   std::vector<SwigluView> expert_views_;  // [MoE layers x slots_]
+  std::vector<TpSliceView> tp_views_;     // [MoE layers x experts], valid in TP mode
   Status build_status_;
 
   // Scratch reused across steps; capacity only grows.

@@ -53,6 +53,10 @@ Result<ExpertMoveStats> ExpertMover::Stage(int layer, const std::vector<int>& ph
                                 std::to_string(layer_) +
                                 " is staged and not committed (commit or abort it first)");
     }
+    if (state_ == State::kPaused) {
+      return FailedPrecondition("cannot stage layer " + std::to_string(layer) +
+                                ": a parallelism switch is in progress");
+    }
     if (layer >= 0 && layer < map_->first_moe()) {
       return FailedPrecondition("layer " + std::to_string(layer) +
                                 " is a dense layer: it has no routed experts to move");
@@ -136,7 +140,7 @@ Result<ExpertMoveStats> ExpertMover::Stage(int layer, const std::vector<int>& ph
 Result<ExpertMoveStats> ExpertMover::Commit(int layer) {
   const Clock::time_point t0 = Clock::now();
   std::lock_guard<std::mutex> lk(mu_);
-  if (state_ == State::kIdle) {
+  if (state_ == State::kIdle || state_ == State::kPaused) {
     return FailedPrecondition("cannot commit layer " + std::to_string(layer) +
                               ": no expert layer is staged");
   }
@@ -172,6 +176,25 @@ Result<ExpertMoveStats> ExpertMover::Commit(int layer) {
   ExpertMoveStats stats = stats_;
   stats.commit_ms = MsSince(t0);
   return stats;
+}
+
+Status ExpertMover::Pause() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == State::kStaging) {
+    return FailedPrecondition("a rebalance is in progress: layer " + std::to_string(layer_) +
+                              " is being staged");
+  }
+  if (state_ == State::kStaged) {
+    return FailedPrecondition("a rebalance is in progress: layer " + std::to_string(layer_) +
+                              " is staged and not committed (commit or abort it first)");
+  }
+  state_ = State::kPaused;
+  return Status::Ok();
+}
+
+void ExpertMover::Resume() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == State::kPaused) state_ = State::kIdle;
 }
 
 void ExpertMover::Abort() {

@@ -57,8 +57,15 @@ class ExpertMover {
   // thread stops at its next expert and returns UNAVAILABLE "... aborted".
   void Abort();
 
+  // Runner thread: holds off live moves for a TP/EP switch (a reshard must
+  // not overlap a Stage, and overwrites the staging slots). FAILED_PRECONDITION
+  // "a rebalance is in progress: ..." when a layer is being staged or is
+  // staged; else OK, and Stage refuses until Resume().
+  Status Pause();
+  void Resume();
+
  private:
-  enum class State { kIdle, kStaging, kStaged };
+  enum class State { kIdle, kStaging, kStaged, kPaused };
   // FAILED_PRECONDITION unless every device has a buffer in EP mode.
   Status CheckBuffers() const;
 

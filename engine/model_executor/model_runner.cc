@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "engine/distributed/inproc_communicator.h"
 #include "engine/model_executor/device_worker.h"
 #include "engine/model_executor/expert_mover.h"
+#include "engine/model_executor/parallel_switch.h"
 
 namespace sy::engine {
 
@@ -125,9 +127,8 @@ class ModelRunnerImpl final : public ModelRunner {
     }
     job_ = Job{JobKind::kBuild};
     RunJob();
-    std::vector<UnifiedExpertBuffer*> buffers;
-    for (const auto& w : workers_) buffers.push_back(w->expert_buffer());
-    mover_ = std::make_unique<ExpertMover>(&map_, std::move(buffers));
+    for (const auto& w : workers_) buffers_.push_back(w->expert_buffer());
+    mover_ = std::make_unique<ExpertMover>(&map_, buffers_);
   }
 
   ~ModelRunnerImpl() override {
@@ -140,6 +141,7 @@ class ModelRunnerImpl final : public ModelRunner {
   }
 
   Result<StepOutput> Step(const BatchInput& batch, TraceLevel level) override {
+    RETURN_IF_ERROR(poisoned_);
     RETURN_IF_ERROR(Validate(batch));
     StepOutput out;
     out.outputs.resize(batch.seqs.size());
@@ -166,6 +168,7 @@ class ModelRunnerImpl final : public ModelRunner {
   }
 
   Result<std::vector<std::vector<float>>> Logits(const BatchInput& batch) override {
+    RETURN_IF_ERROR(poisoned_);
     RETURN_IF_ERROR(Validate(batch));
     std::vector<std::vector<float>> logits(batch.seqs.size());
     logits_ = &logits;
@@ -201,13 +204,42 @@ class ModelRunnerImpl final : public ModelRunner {
   void AbortStagedExpertLayer() override { mover_->Abort(); }
   SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
 
+  ParallelMode parallel_mode() const override {
+    return buffers_[0] != nullptr ? buffers_[0]->mode() : ParallelMode::kEP;
+  }
+  const SwitchStats& last_switch() const override { return last_switch_; }
+  const UnifiedExpertBuffer* expert_buffer(int device) const override { return buffers_[device]; }
+
+  Result<SwitchStats> SwitchParallelism(ParallelMode target, const FaultPlan* fault) override {
+    RETURN_IF_ERROR(poisoned_);
+    const ParallelMode from = parallel_mode();
+    if (from == target) return SwitchStats{.from = from, .to = target};
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(CheckSwitch(config_, map_, buffers_));
+    if (Status s = mover_->Pause(); !s.ok()) {
+      return FailedPrecondition("cannot switch parallelism: " + s.message());
+    }
+    switches_.assign(devices(), DeviceSwitch{});
+    job_ = Job{.kind = JobKind::kReshard, .target = target, .fault = fault};
+    RunJob();
+    mover_->Resume();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const Status s = FoldSwitch(from, target, switches_, ms, &last_switch_);
+    if (s.code() == StatusCode::kInternal) poisoned_ = s;
+    if (!s.ok()) return s;
+    return last_switch_;
+  }
+
  private:
-  enum class JobKind { kBuild, kForward };
+  enum class JobKind { kBuild, kForward, kReshard };
   struct Job {
     JobKind kind = JobKind::kForward;
     const BatchInput* batch = nullptr;
     TraceLevel level = TraceLevel::kOff;
     bool want_logits = false;
+    ParallelMode target = ParallelMode::kEP;  // kReshard
+    const FaultPlan* fault = nullptr;         // kReshard
   };
 
   // Checks everything the workers would otherwise trust; on error nothing
@@ -286,7 +318,8 @@ class ModelRunnerImpl final : public ModelRunner {
     for (auto& c : counts_) c.assign(static_cast<size_t>(config_.layers) * config_.experts, 0);
     int64_t before = 0;
     for (int d = 0; d < devices(); ++d) before += comm_.bytes_sent(d);
-    job_ = Job{JobKind::kForward, &batch, level, want_logits};
+    job_ =
+        Job{.kind = JobKind::kForward, .batch = &batch, .level = level, .want_logits = want_logits};
     RunJob();
     int64_t after = 0;
     for (int d = 0; d < devices(); ++d) after += comm_.bytes_sent(d);
@@ -314,6 +347,8 @@ class ModelRunnerImpl final : public ModelRunner {
       DeviceWorker& w = *workers_[d];
       if (job_.kind == JobKind::kBuild) {
         w.Build();
+      } else if (job_.kind == JobKind::kReshard) {
+        switches_[d] = w.Reshard(job_.target, job_.fault);
       } else {
         w.recorder().Reset(job_.level);
         w.Forward(*job_.batch, local_[d], job_.want_logits, StepSink{&next_tokens_, logits_},
@@ -332,7 +367,10 @@ class ModelRunnerImpl final : public ModelRunner {
   ExpertMap map_;
   InProcCommunicator comm_;
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
+  std::vector<UnifiedExpertBuffer*> buffers_;  // per device, null where none
   std::unique_ptr<ExpertMover> mover_;
+  SwitchStats last_switch_;
+  Status poisoned_;  // INTERNAL after a rollback that failed its checksum
 
   // Written by the runner thread before a job is published, read by workers
   // during it (the generation bump under mu_ orders the two).
@@ -341,6 +379,7 @@ class ModelRunnerImpl final : public ModelRunner {
   std::vector<int32_t> next_tokens_;     // per seq, written by its home device
   std::vector<std::vector<float>>* logits_ = nullptr;
   std::vector<std::vector<int64_t>> counts_;  // per device [layers x experts]
+  std::vector<DeviceSwitch> switches_;        // kReshard: per device
   int64_t last_comm_bytes_ = 0;
 
   std::mutex mu_;

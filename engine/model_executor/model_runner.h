@@ -10,6 +10,9 @@
 // each of its top-k experts, computed there, and combined back
 // (all-to-all) to its home device. Embedding, attention, norms, router, the
 // shared expert and the LM head are replicated on every device.
+// SwitchParallelism moves the routed experts to the tensor-parallel layout
+// (every device a 1/P slice of every expert, partials all-reduced) and back,
+// between steps; outputs are bit-identical in both layouts.
 //
 //   auto runner = ModelRunner::Create(config, {.devices = 4, .seed = 1});
 //   StepOutput out = runner->Step(batch, TraceLevel::kFull).value();
@@ -31,6 +34,7 @@
 #include "engine/attention/linear_attention.h"
 #include "engine/model/config.h"
 #include "engine/moe/expert_map.h"
+#include "engine/parallelism/expert_buffer.h"
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
@@ -81,6 +85,23 @@ struct ExpertMoveStats {
   int64_t peer_bytes = 0;    // of which read from another device's memory
   double stage_ms = 0;       // StageExpertLayer wall time
   double commit_ms = 0;      // CommitExpertLayer wall time (the serving pause)
+};
+
+// One switch of the routed experts' layout (SwitchParallelism). Times are
+// wall-clock ms, the max over devices of each phase summed over layers.
+struct SwitchStats {
+  ParallelMode from = ParallelMode::kEP;
+  ParallelMode to = ParallelMode::kEP;
+  int layers = 0;         // MoE layers resharded (0 when already in `to`)
+  double weights_ms = 0;  // the reshard: permute + exchange + place (+ votes)
+  double permute_ms = 0, exchange_ms = 0, place_ms = 0;
+  double state_ms = 0;       // KV / recurrent state redistribution (0 while attention stays DP)
+  double other_ms = 0;       // the rest: layout swap, checksum verification
+  double rollback_ms = 0;    // after a failure
+  double total_ms = 0;       // the whole pause, wall clock
+  int64_t bytes_moved = 0;   // reshard payload bytes sent between devices, all devices
+  double gbps = 0;           // bytes_moved / weights_ms, GB/s
+  bool rolled_back = false;  // a failure: every device is back in `from`, checksums equal
 };
 
 // One request's slice of a step: a prompt chunk (prefill) or one token (decode).
@@ -195,6 +216,41 @@ class ModelRunner {
   // Drops a staged, uncommitted row (nothing live changes). OK when none.
   virtual void AbortStagedExpertLayer() = 0;
   virtual SpanRecorder::Clock::time_point epoch() const = 0;
+
+  // The routed experts' layout (Moebius, seed 003; docs/PARALLELISM.md).
+  // EP: each device owns whole experts (ExpertMap), tokens go to them by
+  // all-to-all. TP: every device holds a 1/P slice of every expert's
+  // intermediate dimension (the UnifiedExpertBuffer's TP alias); each
+  // device gathers every device's tokens, computes its slice of every
+  // routed expert, and the slices are all-reduced. Attention, dense layers,
+  // the router and the shared expert stay data-parallel in both layouts
+  // (a request's state lives on its home device), so a switch moves only
+  // expert weights. Greedy outputs are the same in both layouts.
+  virtual ParallelMode parallel_mode() const = 0;
+  // Runner thread, between steps: reshards every device's expert buffer to
+  // `target` (UnifiedExpertBuffer::Reshard on all device threads at once)
+  // and runs later steps in that layout (engine/model_executor/
+  // parallel_switch.h). Already in `target`: OK, layers 0, nothing runs.
+  // FAILED_PRECONDITION, nothing changed, when the shape has no unified
+  // buffer or cannot be TP (replicas, P not dividing E or expert_inter) or
+  // an expert layer is being staged or is staged ("a rebalance is in
+  // progress"); while the switch runs, StageExpertLayer on another thread is
+  // refused. UNAVAILABLE (the reshard's message) when the reshard failed
+  // part-way (`fault`, tests): every device rolled back, its weight
+  // checksum verified equal to the one taken before, still in the old
+  // layout; last_switch() says rolled_back. INTERNAL if a checksum differs
+  // after a rollback (a bug: Step and Logits then return that INTERNAL).
+  // Costs one checksum pass over the weights (other_ms), two after a failure.
+  virtual Result<SwitchStats> SwitchParallelism(ParallelMode target,
+                                                const FaultPlan* fault = nullptr) = 0;
+  // The figures of the last SwitchParallelism that ran a reshard, also of a
+  // failed one (a Result that is an error carries no value): phases,
+  // bytes_moved, rolled_back. Default SwitchStats before any.
+  virtual const SwitchStats& last_switch() const = 0;
+  // Device `device`'s routed-expert storage (null where the shape has none),
+  // for figures: bytes(), Checksum(), the layout's memory. Read only, on the
+  // runner thread between steps.
+  virtual const UnifiedExpertBuffer* expert_buffer(int device) const = 0;
 };
 
 }  // namespace sy::engine

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "engine/model/layers.h"
-#include "engine/moe/router.h"
 
 namespace sy::engine {
 
@@ -27,7 +26,8 @@ EpMoeLayer::EpMoeLayer(const ModelConfig& config, int rank, const ExpertMap* map
       comm_(comm),
       hidden_(config.hidden),
       top_k_(config.top_k),
-      skew_(skew) {
+      slices_(config.expert_inter % comm->size() == 0 ? comm->size() : 1),
+      router_(config, skew) {
   assert(map->devices() == comm->size() && map->experts() == config.experts);
   send_.resize(comm->size());
   recv_.resize(comm->size());
@@ -55,29 +55,10 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
                        int layer, int64_t* counts) {
   const int h = hidden_, e_count = config_.experts;
   for (auto& s : send_) s.clear();
-  ids_.resize(static_cast<size_t>(tokens) * top_k_);
-  weights_.resize(ids_.size());
+  router_.Route(layer, w, x, tokens, rec, counts);
   if (tokens == 0) return;
-  SpanRecorder::Scope span(
-      rec, "router", layer, tokens, 2LL * tokens * h * e_count + 4LL * tokens * e_count,
-      4LL * (static_cast<int64_t>(h) * e_count + static_cast<int64_t>(tokens) * h));
-  logits_.resize(static_cast<size_t>(tokens) * e_count);
-  Gemm(x, w.router.data(), logits_.data(), tokens, h, e_count);
-  if (skew_.skew != 0.0) AddSkew(layer, tokens);
-  if (config_.router == RouterKind::kSigmoidGrouped) {
-    // routed_scaling_factor is applied here, inside the router, and nowhere else.
-    const GroupedRouting r{.experts = e_count,
-                           .top_k = top_k_,
-                           .n_group = config_.n_group,
-                           .topk_group = config_.topk_group,
-                           .renormalize = config_.norm_topk_prob,
-                           .scaling = config_.routed_scaling_factor};
-    RouteGroupedSigmoid(logits_.data(), w.expert_bias.data(), tokens, r, ids_.data(),
-                        weights_.data());
-  } else {
-    RouteTopK(logits_.data(), tokens, e_count, top_k_, config_.norm_topk_prob, ids_.data(),
-              weights_.data());
-  }
+  const std::vector<int32_t>& ids = router_.ids();
+  const std::vector<float>& weights = router_.weights();
   // Layout pass (DeepEP's "notify" metadata): the j-th row for expert e goes
   // to the replica ExpertMap::Replica picks, as that device's local slot.
   sent_.assign(e_count, 0);
@@ -85,45 +66,15 @@ void EpMoeLayer::Route(const LayerWeights& w, const float* x, int tokens, SpanRe
     const float* xr = x + static_cast<size_t>(t) * h;
     for (int k = 0; k < top_k_; ++k) {
       const int slot = t * top_k_ + k;
-      const int e = ids_[slot];
-      if (counts) counts[e] += 1;
+      const int e = ids[slot];
       const int phys = map_->Replica(layer, e, sent_[e]++, rank_);
       const int dev = map_->slot_device(phys);
       std::vector<float>& buf = send_[dev];
       buf.push_back(IntBits(phys - map_->device_first_slot(dev)));
       buf.push_back(IntBits(slot));
-      buf.push_back(weights_[slot]);
+      buf.push_back(weights[slot]);
       buf.insert(buf.end(), xr, xr + h);
     }
-  }
-}
-
-void EpMoeLayer::AddSkew(int layer, int tokens) {
-  const int e_count = config_.experts;
-  const int64_t drift = skew_.drift_steps > 0 ? step_ / skew_.drift_steps : 0;
-  // The hot order is a pseudo-random permutation per (layer, drift epoch):
-  // experts sorted by a hash, so hot experts land on devices as chance has it
-  // (a fixed stride would spread them evenly over a round-robin placement).
-  skew_rank_.resize(e_count);
-  for (int e = 0; e < e_count; ++e) skew_rank_[e] = e;
-  const auto key = [&](int e) {
-    uint64_t z = (static_cast<uint64_t>(layer) << 40) ^ (static_cast<uint64_t>(drift) << 16) ^
-                 static_cast<uint64_t>(e);
-    z += 0x9E3779B97F4A7C15ULL;  // splitmix64 finaliser
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  };
-  std::sort(skew_rank_.begin(), skew_rank_.end(),
-            [&](int a, int b) { return key(a) < key(b); });
-  skew_bias_.resize(e_count);
-  for (int rank = 0; rank < e_count; ++rank) {
-    skew_bias_[skew_rank_[rank]] =
-        static_cast<float>(skew_.skew * std::log(1.0 / static_cast<double>(rank + 1)));
-  }
-  for (int t = 0; t < tokens; ++t) {
-    float* lg = &logits_[static_cast<size_t>(t) * e_count];
-    for (int e = 0; e < e_count; ++e) lg[e] += skew_bias_[e];
   }
 }
 
@@ -169,7 +120,7 @@ void EpMoeLayer::RunExperts(const SwigluView* slots, SpanRecorder* rec, int laye
     }
   }
   yout_.resize(static_cast<size_t>(total) * h);
-  const int inter = config_.expert_inter;
+  const int inter = config_.expert_inter, shard = inter / slices_;
   int64_t bytes = 0;
   for (int k = 0; k < s_count; ++k) {
     const int off = slot_offset_[k], n = slot_offset_[k + 1] - off;
@@ -177,11 +128,18 @@ void EpMoeLayer::RunExperts(const SwigluView* slots, SpanRecorder* rec, int laye
     const SwigluView& ew = slots[k];
     assert(ew.present() && "a token was dispatched to a slot without weights");
     assert(ew.inter == inter);
-    act_.resize(std::max(act_.size(), static_cast<size_t>(n) * 2 * inter));
-    // SwigluFfn's kernels on the view: the same calls on the same numbers.
-    Gemm(&xin_[static_cast<size_t>(off) * h], ew.gate_up, act_.data(), n, h, 2 * inter);
-    SiluMul(act_.data(), n, inter);
-    GemmLda(act_.data(), 2 * inter, ew.down, &yout_[static_cast<size_t>(off) * h], n, inter, h);
+    const float* xk = &xin_[static_cast<size_t>(off) * h];
+    float* yk = &yout_[static_cast<size_t>(off) * h];
+    const int64_t cells = static_cast<int64_t>(n) * h;
+    if (slice_.size() < static_cast<size_t>(cells)) slice_.resize(cells);
+    // Slice r of the expert in place (columns r*s.. of gate and of up, rows
+    // r*s.. of down), summed in rank order: exactly TpMoeLayer's numbers.
+    for (int r = 0; r < slices_; ++r) {
+      SwigluSlice(xk, n, h, ew.gate_up + r * shard, ew.gate_up + inter + r * shard, 2 * inter,
+                  ew.down + static_cast<size_t>(r) * shard * h, shard, &act_,
+                  r == 0 ? yk : slice_.data());
+      if (r > 0) SumSlices(yk, slice_.data(), cells);
+    }
     bytes += 3LL * h * inter * sizeof(float);
   }
   // Weighted outputs back into each source's combine payload, in its dispatch order.
@@ -200,10 +158,6 @@ void EpMoeLayer::Reduce(const LayerWeights& w, const float* x, int tokens, float
                         SpanRecorder* rec, int layer) {
   if (tokens == 0) return;
   const int h = hidden_;
-  const int s_inter = w.shared.present() ? w.shared.inter : 0;
-  SpanRecorder::Scope span(
-      rec, "shared_expert", layer, tokens, 6LL * tokens * h * s_inter + 1LL * tokens * top_k_ * h,
-      4LL * (3LL * h * s_inter + static_cast<int64_t>(tokens) * h * (top_k_ + 2)));
   routed_.resize(static_cast<size_t>(tokens) * top_k_ * h);
   const size_t row = kCombineHeader + h;
   for (const std::vector<float>& buf : ret_) {
@@ -214,20 +168,7 @@ void EpMoeLayer::Reduce(const LayerWeights& w, const float* x, int tokens, float
                   h * sizeof(float));
     }
   }
-  // Fixed summation order (top-k rank) keeps the result independent of P.
-  for (int t = 0; t < tokens; ++t) {
-    float* o = out + static_cast<size_t>(t) * h;
-    const float* r0 = &routed_[static_cast<size_t>(t) * top_k_ * h];
-    std::memcpy(o, r0, h * sizeof(float));
-    for (int k = 1; k < top_k_; ++k) {
-      const float* rk = r0 + static_cast<size_t>(k) * h;
-      for (int i = 0; i < h; ++i) o[i] += rk[i];
-    }
-  }
-  if (s_inter > 0) {
-    act_.resize(std::max(act_.size(), static_cast<size_t>(tokens) * 2 * s_inter));
-    SwigluFfn(w.shared, x, tokens, act_.data(), out, /*accumulate=*/true);
-  }
+  CombineTopK(config_, w, x, tokens, routed_.data(), &act_, out, rec, layer);
 }
 
 }  // namespace sy::engine

@@ -11,8 +11,12 @@
 //             e in this layer goes to replica (j + rank) mod replicas), as a
 //             row [local slot on the receiver, slot, weight | hidden x H]
 //   expert    each device groups the rows it received by local slot and runs
-//             one SwiGLU GEMM chain per slot (M = rows for that slot),
-//             scaling each output row by its routing weight
+//             the slot's SwiGLU (M = rows for that slot) as P intermediate
+//             slices (moe_common.h SwigluSlice, K = I/P rows of down each)
+//             summed in rank order, then scales each output row by its
+//             routing weight. The slices are the TP layout's arithmetic
+//             (tp_moe.h): both layouts give bit-identical outputs. One slice
+//             (the whole expert) when P does not divide expert_inter
 //   combine   all-to-all back: rows [slot | y x H] return to their home device
 //   reduce    home sums the k weighted outputs of a token in rank order k=0..K-1
 //             (fixed order: the result does not depend on P or the placement)
@@ -42,6 +46,7 @@
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 #include "engine/moe/expert_map.h"
+#include "engine/moe/moe_common.h"
 #include "engine/trace/span_recorder.h"
 
 namespace sy::engine {
@@ -61,16 +66,6 @@ inline SwigluView ViewOf(const SwigluWeights& w) {
   return {.gate_up = w.gate_up.data(), .down = w.down.data(), .inter = w.inter};
 }
 
-// Router bias for skewed routing: expert e of model layer l at step s gets
-// skew * log(1 / (rank + 1)) added to its logit, where rank is e's place in a
-// pseudo-random order of the experts fixed by (l, s / drift_steps)
-// (drift_steps 0: by l alone). It does not depend on P or the placement.
-// skew 0: no bias at all.
-struct RouterSkew {
-  double skew = 0.0;
-  int drift_steps = 0;
-};
-
 class EpMoeLayer {
  public:
   // `map` and `comm` must outlive the layer. REQUIRES: map->devices() ==
@@ -80,7 +75,7 @@ class EpMoeLayer {
 
   // The step number the skew's drift reads (BatchInput::step); no effect
   // without skew.
-  void set_step(int64_t step) { step_ = step; }
+  void set_step(int64_t step) { router_.set_step(step); }
 
   // x: [tokens x H] post-norm hidden states of this rank's tokens.
   // out: [tokens x H], overwritten with routed + shared expert output.
@@ -100,16 +95,15 @@ class EpMoeLayer {
                int tokens, float* out, SpanRecorder* rec, int64_t* counts);
 
   // Routing of the last Forward: ids/weights [tokens x top_k] (for tests).
-  const std::vector<int32_t>& last_ids() const { return ids_; }
+  const std::vector<int32_t>& last_ids() const { return router_.ids(); }
   // Rows this rank's experts computed in the last Forward.
   int last_expert_rows() const { return static_cast<int>(row_src_.size()); }
 
  private:
+  // Routes (MoeRouter) and lays the dispatch rows out per destination.
   void Route(const LayerWeights& w, const float* x, int tokens, SpanRecorder* rec, int layer,
              int64_t* counts);
   void RunExperts(const SwigluView* slots, SpanRecorder* rec, int layer);
-  // Adds the skew bias of (layer, step_) to logits_ [tokens x E].
-  void AddSkew(int layer, int tokens);
   void Reduce(const LayerWeights& w, const float* x, int tokens, float* out, SpanRecorder* rec,
               int layer);
 
@@ -119,25 +113,20 @@ class EpMoeLayer {
   Communicator* comm_;
   const int hidden_;
   const int top_k_;
-  const RouterSkew skew_;
-  int64_t step_ = 0;
+  const int slices_;  // P when P divides expert_inter, else 1
+  MoeRouter router_;
 
   // Scratch reused across layers and steps (capacity only grows).
-  std::vector<float> logits_;
-  std::vector<int32_t> ids_;
-  std::vector<float> weights_;
   std::vector<std::vector<float>> send_, recv_;  // dispatch payloads per peer
   std::vector<std::vector<float>> back_, ret_;   // combine payloads per peer
   std::vector<int> sent_;                        // rows sent per logical expert (replica choice)
-  std::vector<float> skew_bias_;                 // [experts]
-  std::vector<int> skew_rank_;                   // [rank] -> expert, hottest first
   std::vector<int> slot_rows_;                   // rows received per local slot
   std::vector<int> slot_offset_;
   std::vector<int> row_src_;  // grouped row -> source rank
   std::vector<int> row_idx_;  // grouped row -> row index within that source's payload
   std::vector<float> row_w_;  // grouped row -> routing weight
   std::vector<int32_t> row_slot_;
-  std::vector<float> xin_, yout_, act_;
+  std::vector<float> xin_, yout_, slice_, act_;
   std::vector<float> routed_;      // [tokens * top_k x H] weighted expert outputs by slot
   std::vector<SwigluView> views_;  // the vector-backed Forward's views of w.experts
 };

@@ -246,6 +246,19 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     }
   }
 
+  if (o.switch_rounds > 0 && config.experts > 0) {
+    for (const std::string& preset : {o.model, o.switch_large}) {
+      if (preset == o.switch_large && preset == o.model) break;
+      ASSIGN_OR_RETURN(ModelConfig c, PresetConfig(preset));
+      ASSIGN_OR_RETURN(SwitchBenchResult sw, BenchSwitch(c, o));
+      report.switches.push_back(sw);
+    }
+  }
+  if (!o.calibrate_batches.empty() && config.experts > 0) {
+    ASSIGN_OR_RETURN(Calibration cal, BenchCalibrate(config, o));
+    report.calibration = std::move(cal);
+  }
+
   if (o.trace_compare) {
     ScratchDir dir;
     if (dir.error()) {
@@ -367,6 +380,34 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
                            {"rebalance_ms", e.rebalance_ms},
                            {"steps_during", e.steps_during}});
     }
+  }
+  if (!r.switches.empty()) {
+    out << "\nswitch      model    switches  MiB/switch  reshard GB/s  memcpy GB/s  ratio   "
+           "pause ms (max)\n";
+    j["switch"] = nlohmann::json::array();
+    for (const SwitchBenchResult& w : r.switches) {
+      std::snprintf(line, sizeof line,
+                    "            %-8s %8d  %10.2f  %12.2f  %11.2f  %5.2f   %6.2f (%.2f)\n",
+                    w.model.c_str(), w.switches, static_cast<double>(w.bytes_per_switch) / (1 << 20),
+                    w.reshard_gbps, w.memcpy_gbps, w.reshard_over_memcpy, w.pause_ms,
+                    w.pause_max_ms);
+      out << line;
+      j["switch"].push_back({{"model", w.model},
+                             {"devices", w.devices},
+                             {"switches", w.switches},
+                             {"weight_bytes", w.weight_bytes},
+                             {"bytes_per_switch", w.bytes_per_switch},
+                             {"reshard_gbps", w.reshard_gbps},
+                             {"memcpy_gbps", w.memcpy_gbps},
+                             {"reshard_over_memcpy", w.reshard_over_memcpy},
+                             {"pause_ms", w.pause_ms},
+                             {"pause_max_ms", w.pause_max_ms}});
+    }
+  }
+  if (r.calibration) {
+    out << "\ncalibrate   decode step ms per layout (" << r.model << ")\n"
+        << FormatCalibrationTable(*r.calibration) << "\n";
+    j["calibrate"] = nlohmann::json::parse(CalibrationToJson(*r.calibration));
   }
   if (!r.serve.empty()) {
     out << "\nserving     trace   steps   generated   seconds    tokens/s   dropped\n";

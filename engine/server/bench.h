@@ -20,16 +20,22 @@
 //   (e) a live expert rebalance under skewed routing (bench_eplb.cc):
 //       balancedness and MoE time per step before and after, the longest
 //       pause, bytes moved; without and with redundant experts.
+//   (f) the TP <-> EP switch on this preset and a larger one (bench_switch.cc):
+//       reshard GB/s against memcpy GB/s measured in the same run, the pause.
+//   (g) calibration: decode step latency of both layouts at several batch
+//       sizes on this preset, and the fitted crossover.
 //
 // Thread-safety: RunBench uses its own runners and engines; call from one thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/parallelism/calibrate.h"
 
 namespace sy::engine {
 
@@ -54,6 +60,22 @@ struct BenchOptions {
   int eplb_steps = 32;       // decode steps measured before and after
   double eplb_skew = 1.5;    // ModelRunnerOptions::router_skew
   int eplb_redundant = 4;    // the second run's redundant experts (0: one run)
+  int switch_rounds = 5;     // (f): EP -> TP -> EP round trips per preset; 0 skips (f)
+  std::string switch_large = "small";     // (f): the larger preset
+  std::vector<int> calibrate_batches = {1, 4, 16, 64};  // (g); empty skips it
+};
+
+struct SwitchBenchResult {
+  std::string model;
+  int devices = 0;
+  int switches = 0;
+  int64_t weight_bytes = 0;      // routed-expert weights, all devices
+  int64_t bytes_per_switch = 0;  // reshard payload sent between devices, all devices
+  double reshard_gbps = 0;       // median over switches
+  double memcpy_gbps = 0;        // best memcpy of one device's expert bytes
+  double reshard_over_memcpy = 0;
+  double pause_ms = 0;  // median whole switch
+  double pause_max_ms = 0;
 };
 
 struct EplbBenchResult {
@@ -127,6 +149,8 @@ struct BenchReport {
   std::vector<CacheBenchResult> agentic;  // on, then off; empty when agentic_sessions == 0
   bool agentic_same_tokens = false;       // on and off generated the same tokens
   std::vector<EplbBenchResult> eplb;      // without, then with redundant experts
+  std::vector<SwitchBenchResult> switches;  // (f): bench preset, then the larger one
+  std::optional<Calibration> calibration;   // (g)
 };
 
 struct ModelConfig;
@@ -136,6 +160,9 @@ Result<CacheBenchResult> BenchAgentic(const ModelConfig& config, const BenchOpti
 
 // (e) on one model; bench_eplb.cc.
 Result<EplbBenchResult> BenchEplb(const ModelConfig& config, const BenchOptions& options);
+// (f), (g) on one model; bench_switch.cc.
+Result<SwitchBenchResult> BenchSwitch(const ModelConfig& config, const BenchOptions& options);
+Result<Calibration> BenchCalibrate(const ModelConfig& config, const BenchOptions& options);
 // INVALID_ARGUMENT for bad options (unknown preset, batch < 1, ...);
 // UNAVAILABLE if the scratch ipc endpoints cannot be bound.
 Result<BenchReport> RunBench(const BenchOptions& options);

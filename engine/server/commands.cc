@@ -76,6 +76,9 @@ json Engine::StatusJson() const {
           {"preempted", scheduler_->preempted_total()},
           {"prefix_cache", scheduler_->prefix_cache()},
           {"trace_level", std::string(TraceLevelName(trace_level_))},
+          {"layout", std::string(ParallelModeName(runner_->parallel_mode()))},
+          {"policy", PolicyJson()},
+          {"switches", stats_.switches},
           {"dropped_total", publisher_->counters().dropped_total},
           {"uptime_us", NowUs()},
           {"pools", PoolsJson(PoolOccupancy())}};
@@ -117,6 +120,9 @@ Result<json> Engine::Execute(const telemetry::CommandRequest& req) {
   if (cmd == "expert_stats") return ExpertStatsCommand(req.args);
   if (cmd == "rebalance") return RebalanceCommand(req.args);
   if (cmd == "rebalance_auto") return RebalanceAutoCommand(req.args);
+  if (cmd == "switch") return SwitchCommand(req.args);
+  if (cmd == "policy") return PolicyCommand(req.args);
+  if (cmd == "calibrate") return CalibrateCommand(req.args);
   if (cmd == "flush_cache") {
     return json{{"freed_pages", scheduler_->FlushCache()}};
   }

@@ -88,6 +88,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
     e->placement_.emplace(std::move(placement));
     e->applier_ = std::make_unique<eplb::RebalanceApplier>(e->runner_.get());
   }
+  ASSIGN_OR_RETURN(SwitchPolicy policy, SwitchPolicy::Create(o.policy));
+  e->policy_ = std::make_unique<SwitchPolicy>(std::move(policy));
   e->inbox_ = std::make_unique<RequestInbox>(o.max_queue);
   e->metrics_ = std::make_unique<ServingMetrics>(o.model.name);
   e->health_.last_turn_us.store(SteadyMicros());
@@ -139,7 +141,8 @@ telemetry::Meta Engine::BuildMeta() const {
     m.model.attention.emplace_back(AttentionKindName(c.attention(l)));
   }
   m.devices = runner_->devices();
-  m.layout = "EP";
+  m.layout = std::string(ParallelModeName(runner_->parallel_mode()));
+  m.policy = PolicyJson();
   m.trace_level = std::string(TraceLevelName(trace_level_));
   m.paused = paused_;
   m.started_unix_ms = started_unix_ms_;
@@ -208,6 +211,7 @@ Status Engine::Run() {
     health_.last_turn_us.store(SteadyMicros());
     control_->Serve(handler);
     PollRebalance();
+    PollCalibration();
     if (stop_requested_.load() && !stopping_) {
       stopping_ = true;
       spdlog::info("stop requested");
@@ -254,6 +258,7 @@ Status Engine::RunStep() {
   FeedStreams(batch, *out, finished);
   PublishAfterStep(batch, &*out, finished, start_us, end_us);
   UpdateMetrics(*out, finished);
+  if (options_.model.experts > 0) ObservePolicy();
 
   const int64_t done_us = NowUs();
   if (first_step_us_ < 0) first_step_us_ = start_us;

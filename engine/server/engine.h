@@ -55,6 +55,9 @@
 #include "engine/eplb/rebalance_plan.h"
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
+#include "engine/parallelism/calibrate.h"
+#include "engine/parallelism/switch_policy.h"
+#include "engine/server/calibrate_run.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/trace/span_recorder.h"
 #include "engine/workload/workload.h"
@@ -102,6 +105,14 @@ struct EngineOptions {
   int rebalance_window = 100;
   // Nodes for EPLB's hierarchical policy (devices split evenly over them).
   int eplb_nodes = 1;
+  // The TP <-> EP switch policy (engine/parallelism/switch_policy.h); the
+  // `policy` command changes it at run time. Manual by default: the layout
+  // moves only on `switch`.
+  PolicyOptions policy = [] {
+    PolicyOptions p;
+    p.mode = PolicyMode::kManual;
+    return p;
+  }();
   // Detokenises HTTP responses; null: the byte-level tokenizer.
   std::shared_ptr<const Tokenizer> tokenizer;
 };
@@ -116,6 +127,7 @@ struct EngineStats {
   int64_t serving_us = 0;  // first step start to last step end
   int64_t dropped = 0;     // telemetry messages the publisher dropped
   int64_t cancelled = 0;   // by command or by an HTTP client that went away
+  int64_t switches = 0;    // completed TP <-> EP switches
 };
 
 class Engine {
@@ -164,6 +176,17 @@ class Engine {
   // Every loop turn, between steps: commits a staged layer, publishes the
   // applier's events, runs the auto policy and the after-rebalance measurement.
   void PollRebalance();
+  // parallel.cc: TP <-> EP switching, the policy, calibration.
+  Result<nlohmann::json> SwitchCommand(const nlohmann::json& args);
+  Result<nlohmann::json> PolicyCommand(const nlohmann::json& args);
+  Result<nlohmann::json> CalibrateCommand(const nlohmann::json& args);
+  Result<nlohmann::json> SwitchTo(ParallelMode target, const FaultPlan* fault,
+                                  const std::string& why);
+  nlohmann::json PolicyJson() const;
+  // Once per step: feeds the policy and acts on its decision.
+  void ObservePolicy();
+  // Every loop turn: publishes a finished calibration (and applies it).
+  void PollCalibration();
   // Re-reads the live ExpertMap into placement_ (after a committed layer).
   void RefreshPlacement();
   // Per step: MoE critical path (max over devices of expert FFN time, ms).
@@ -233,6 +256,10 @@ class Engine {
   std::optional<RebalanceRun> rebalance_;
   int64_t last_auto_step_ = 0;
   std::deque<double> moe_ms_;  // the last kMoeWindow steps with spans
+  std::unique_ptr<SwitchPolicy> policy_;
+  std::optional<Decision> last_decision_;
+  std::unique_ptr<CalibrationRun> calibration_;  // in flight or finished, not yet published
+  bool calibration_apply_ = false;
 
   std::unique_ptr<RequestInbox> inbox_;
   std::unique_ptr<ServingMetrics> metrics_;

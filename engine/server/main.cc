@@ -11,6 +11,7 @@
 //   moe-engine make-checkpoint --preset tiny-hybrid --out ckpt/
 //   moe-engine score --model ckpt/ --tokens 256,72,105
 //   moe-engine eplb --stats load.json --replicas 20 --groups 4 --nodes 1 --devices 4
+//   moe-engine calibrate --model tiny --batches 1,4,16,64
 //
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
 // bound), 2 bad command line.
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "engine/eplb/eplb_cli.h"
+#include "engine/server/calibrate_run.h"
 #include "engine/model/config.h"
 #include "engine/pools/pool_sizing.h"
 #include "engine/server/bench.h"
@@ -191,6 +193,15 @@ int Serve(int argc, char** argv) {
                  "auto rebalance: least predicted balancedness gain worth moving weights")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  std::string policy_mode = "manual";
+  int t_high = 256;
+  app.add_option("--policy", policy_mode,
+                 "TP<->EP switch policy: manual (only the switch command) or auto")
+      ->check(CLI::IsMember({"manual", "auto"}))
+      ->capture_default_str();
+  app.add_option("--t-high", t_high, "auto policy: switch TP -> EP at this batch (T_l = 0.8 T_h)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--eplb-nodes", eplb_nodes, "nodes for EPLB's hierarchical policy")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
@@ -253,6 +264,8 @@ int Serve(int argc, char** argv) {
   o.rebalance_every = rebalance_every;
   o.rebalance_min_gain = rebalance_min_gain;
   o.eplb_nodes = eplb_nodes;
+  o.policy.mode = policy_mode == "auto" ? PolicyMode::kAuto : PolicyMode::kManual;
+  o.policy.t_high = t_high;
   o.workload = std::move(selected->options);
   o.workload.tokenizer = loaded->tokenizer;
   o.workload.seed = seed;
@@ -345,6 +358,15 @@ int Bench(int argc, char** argv) {
                  "redundant experts of its second run (0: only the run without)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  app.add_option("--switch-rounds", o.switch_rounds,
+                 "EP -> TP -> EP round trips timed per preset (0: skip)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--switch-large", o.switch_large, "the larger preset of the switch figures")
+      ->capture_default_str();
+  app.add_option("--calibrate-batches", o.calibrate_batches,
+                 "batch sizes of the TP vs EP calibration (comma separated; none: skip)")
+      ->delimiter(',');
   app.add_option("--agentic-turns", o.agentic_turns, "turns per agentic session")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -440,12 +462,13 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   const std::string sub = argc > 1 ? argv[1] : "";
   const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" ||
-                     sub == "score" || sub == "eplb";
+                     sub == "score" || sub == "eplb" || sub == "calibrate";
   if (known) args.erase(args.begin() + 1);
   const int n = static_cast<int>(args.size());
   if (sub == "bench") return sy::engine::Bench(n, args.data());
   if (sub == "make-checkpoint") return sy::engine::MakeCheckpointMain(n, args.data());
   if (sub == "score") return sy::engine::ScoreMain(n, args.data());
   if (sub == "eplb") return sy::engine::EplbMain(n, args.data());
+  if (sub == "calibrate") return sy::engine::CalibrateMain(n, args.data());
   return sy::engine::Serve(n, args.data());
 }

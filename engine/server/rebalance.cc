@@ -92,6 +92,11 @@ Result<json> Engine::RebalanceCommand(const json& args) {
                            std::to_string(expert_stats_->capacity()) + "] steps, got " +
                            std::to_string(o.window));
   }
+  if (!dry_run && runner_->parallel_mode() != ParallelMode::kEP) {
+    return FailedPrecondition(
+        "rebalance: the experts are in the TP layout (every device holds a slice of every "
+        "expert, nothing to balance); switch to EP first");
+  }
   if (!dry_run && applier_->busy()) {
     return FailedPrecondition("rebalance: a rebalance is already in progress");
   }

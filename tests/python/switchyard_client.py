@@ -74,7 +74,7 @@ TOPICS = {
         "model": MODEL, "devices": "int", "layout": "str", "trace_level": "str",
         "paused": "bool", "started_unix_ms": "int", "workload": "str",
         "expert_device": ("list", "int"), "kv_pages_per_device": "int",
-        "state_slots_per_device": "int",
+        "state_slots_per_device": "int", "policy": ("optional", "object"),
     },
     "step": {
         "step": "int", "start_us": "int", "dur_us": "int", "prefill_tokens": "int",
@@ -115,9 +115,10 @@ ENUMS = {
     ("meta", "trace_level"): {"off", "summary", "full"},
     ("heartbeat", "state"): {"running", "paused", "stopping"},
     ("request", "finish"): {"eos", "length", "cancelled"},
-    ("event", "kind"): {"command", "lifecycle", "warning", "scheduler", "rebalance"},
+    ("event", "kind"): {"command", "lifecycle", "warning", "scheduler", "rebalance", "switch",
+                        "policy", "calibrate"},
     ("event", "phase"): {"received", "done", "failed", "", "planned", "layer", "measured",
-                         "skipped", "started"},
+                         "skipped", "started", "refused"},
 }
 
 

@@ -96,6 +96,7 @@ TEST(ProtocolTest, WrongSchemaVersionIsReportedAsSuch) {
 // 0 (OptionalFieldsDecodeAsZeroWhenAbsent).
 bool IsOptional(const std::string& topic, const std::string& key) {
   return (topic == "request" && (key == "cached_tokens" || key == "preemptions")) ||
+         (topic == "meta" && key == "policy") ||
          (topic == "experts" &&
           (key == "phy2log" || key == "slot_device" || key == "balancedness"));
 }

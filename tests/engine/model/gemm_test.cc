@@ -36,6 +36,35 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                                             ::testing::Values(1, 6, 64),
                                             ::testing::Values(1, 9, 260)));
 
+// ldb: a column block of a wider b, multiplied in place, must give exactly
+// (bitwise) what a contiguous copy of the block gives, on both paths (the
+// TP and EP MoE layouts rely on it: engine/moe/moe_common.h).
+TEST_P(GemmTest, ColumnBlockInPlaceEqualsContiguousCopyBitwise) {
+  const auto [m, k, n] = GetParam();
+  const int ldb = 2 * n + 5, col = n + 3;  // the block: columns [col, col + n) of b
+  std::vector<float> a(static_cast<size_t>(m) * k), wide(static_cast<size_t>(k) * ldb);
+  FillTensor(3, "a", 1.0f, 0.0f, a.data(), a.size());
+  FillTensor(4, "wide", 1.0f, 0.0f, wide.data(), wide.size());
+  std::vector<float> block(static_cast<size_t>(k) * n);
+  for (int r = 0; r < k; ++r) {
+    for (int j = 0; j < n; ++j) block[r * n + j] = wide[static_cast<size_t>(r) * ldb + col + j];
+  }
+  std::vector<float> strided(static_cast<size_t>(m) * n, 7.0f), copy(strided.size(), 9.0f);
+  GemmStrided(a.data(), k, wide.data() + col, ldb, strided.data(), m, k, n);
+  Gemm(a.data(), block.data(), copy.data(), m, k, n);
+  for (size_t i = 0; i < copy.size(); ++i) ASSERT_EQ(strided[i], copy[i]) << i;
+  std::vector<float> acc(copy.size(), 1.0f), acc_copy(copy.size(), 1.0f);
+  GemmStrided(a.data(), k, wide.data() + col, ldb, acc.data(), m, k, n, /*accumulate=*/true);
+  Gemm(a.data(), block.data(), acc_copy.data(), m, k, n, /*accumulate=*/true);
+  for (size_t i = 0; i < copy.size(); ++i) ASSERT_EQ(acc[i], acc_copy[i]) << i;
+  // And the value is right (against the naive product).
+  for (int r = 0; r < m; ++r) {
+    std::vector<float> row(a.begin() + r * k, a.begin() + (r + 1) * k);
+    const std::vector<float> want = ref::MatVec(row, block, k, n);
+    for (int j = 0; j < n; ++j) ASSERT_NEAR(strided[r * n + j], want[j], 2e-5f * k);
+  }
+}
+
 TEST(GemmRowIndependenceTest, SmallPathRowResultDoesNotDependOnBatch) {
   const int k = 37, n = 19;
   std::vector<float> a(static_cast<size_t>(kSmallGemmRows) * k), b(static_cast<size_t>(k) * n);

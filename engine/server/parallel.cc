@@ -1,0 +1,251 @@
+// File: engine/server/parallel.cc
+//
+// The Engine's side of runtime TP <-> EP switching (docs/PARALLELISM.md): the
+// switch and policy commands, the auto policy run once per step, and the
+// switch itself (ModelRunner::SwitchParallelism) with its events. Runs on the
+// loop thread, between steps.
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "engine/server/engine.h"
+
+namespace sy::engine {
+namespace {
+
+using nlohmann::json;
+
+std::string Fixed(double v, int digits = 2) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+Result<ParallelMode> ParseMode(const json& v) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "tp" || s == "TP") return ParallelMode::kTP;
+    if (s == "ep" || s == "EP") return ParallelMode::kEP;
+  }
+  return InvalidArgument("switch: \"to\" must be \"tp\" or \"ep\", got " + v.dump());
+}
+
+Result<ReshardPhase> ParsePhase(const json& v) {
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  if (s == "permute") return ReshardPhase::kPermute;
+  if (s == "exchange") return ReshardPhase::kExchange;
+  if (s == "place") return ReshardPhase::kPlace;
+  return InvalidArgument("switch: inject_fault.phase must be permute, exchange or place");
+}
+
+json StatsJson(const SwitchStats& s) {
+  return {{"from", std::string(ParallelModeName(s.from))},
+          {"to", std::string(ParallelModeName(s.to))},
+          {"layers", s.layers},
+          {"weights_ms", s.weights_ms},
+          {"permute_ms", s.permute_ms},
+          {"exchange_ms", s.exchange_ms},
+          {"place_ms", s.place_ms},
+          {"state_ms", s.state_ms},
+          {"other_ms", s.other_ms},
+          {"rollback_ms", s.rollback_ms},
+          {"total_ms", s.total_ms},
+          {"bytes", s.bytes_moved},
+          {"gbps", s.gbps},
+          {"rolled_back", s.rolled_back}};
+}
+
+PolicyLayout ToPolicy(ParallelMode m) {
+  return m == ParallelMode::kTP ? PolicyLayout::kTp : PolicyLayout::kEp;
+}
+
+}  // namespace
+
+json Engine::PolicyJson() const {
+  const PolicyOptions& o = policy_->options();
+  return {{"mode", std::string(PolicyModeName(o.mode))},
+          {"t_high", o.t_high},
+          {"t_low", EffectiveTLow(o)},
+          {"t_low_auto", !o.t_low.has_value()},
+          {"window", o.window},
+          {"cooldown", o.cooldown},
+          {"rollout", std::string(RolloutVariantName(o.rollout))},
+          {"layout", std::string(ParallelModeName(runner_->parallel_mode()))},
+          {"describe", DescribePolicyOptions(o)}};
+}
+
+Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const std::string& why) {
+  if (applier_ && applier_->busy()) {
+    return FailedPrecondition("switch: a rebalance is in progress; switch after its done event");
+  }
+  const ParallelMode from = runner_->parallel_mode();
+  Result<SwitchStats> s = runner_->SwitchParallelism(target, fault);
+  if (!s.ok()) {
+    const bool rolled_back = s.status().code() == StatusCode::kUnavailable;
+    PublishEvent("switch", "switch", rolled_back ? "failed" : "refused",
+                 "switch " + std::string(ParallelModeName(from)) + " -> " +
+                     std::string(ParallelModeName(target)) + " " +
+                     (rolled_back ? "failed, rolled back: " : "refused: ") + s.status().message(),
+                 {{"from", std::string(ParallelModeName(from))},
+                  {"to", std::string(ParallelModeName(target))},
+                  {"error", s.status().message()},
+                  {"rolled_back", rolled_back},
+                  {"why", why}});
+    return s.status();
+  }
+  json detail = StatsJson(*s);
+  detail["why"] = why;
+  if (s->layers > 0) {
+    ++stats_.switches;
+    PublishEvent("switch", "switch", "done",
+                 "switched " + std::string(ParallelModeName(s->from)) + " -> " +
+                     std::string(ParallelModeName(s->to)) + " in " + Fixed(s->total_ms) +
+                     " ms: weights " + Fixed(s->weights_ms) + " ms (" + Fixed(s->gbps) +
+                     " GB/s), state " + Fixed(s->state_ms) + " ms, other " + Fixed(s->other_ms) +
+                     " ms",
+                 detail);
+    PublishMeta();  // the layout changed; late joiners and the header read it there
+  }
+  return detail;
+}
+
+Result<json> Engine::SwitchCommand(const json& args) {
+  std::optional<ParallelMode> target;
+  std::optional<FaultPlan> fault;
+  for (const auto& [key, value] : args.items()) {
+    if (key == "to") {
+      ASSIGN_OR_RETURN(ParallelMode m, ParseMode(value));
+      target = m;
+    } else if (key == "inject_fault" && value.is_object()) {
+      FaultPlan f;
+      f.layer = value.value("layer", 0);
+      f.rank = value.value("rank", 0);
+      ASSIGN_OR_RETURN(f.phase, ParsePhase(value.value("phase", json("permute"))));
+      fault = f;
+    } else {
+      return InvalidArgument("switch: unknown or mistyped argument '" + key +
+                             "' (to: \"tp\"|\"ep\")");
+    }
+  }
+  if (!target) return InvalidArgument("switch: missing \"to\": \"tp\" or \"ep\"");
+  return SwitchTo(*target, fault ? &*fault : nullptr, "command");
+}
+
+Result<json> Engine::PolicyCommand(const json& args) {
+  std::string line;
+  for (const auto& [key, value] : args.items()) {
+    std::string v;
+    if (value.is_string()) {
+      v = value.get<std::string>();
+    } else if (value.is_number_integer()) {
+      v = std::to_string(value.get<int64_t>());
+    } else if (value.is_number()) {
+      v = Fixed(value.get<double>(), 4);
+    } else {
+      return InvalidArgument("policy: " + key + " must be a string or a number");
+    }
+    line += key + "=" + v + " ";
+  }
+  RETURN_IF_ERROR(policy_->ApplyCommand(line));
+  if (!line.empty()) PublishMeta();  // the console draws the thresholds from meta
+  return PolicyJson();
+}
+
+Result<json> Engine::CalibrateCommand(const json& args) {
+  if (calibration_ && !calibration_->done()) {
+    return FailedPrecondition("calibrate: a calibration is already running");
+  }
+  CalibrateRunOptions o;
+  bool apply = false;
+  for (const auto& [key, value] : args.items()) {
+    if (key == "batches" && value.is_array()) {
+      o.batches.clear();
+      for (const json& b : value) {
+        if (!b.is_number_integer()) return InvalidArgument("calibrate: batches are integers");
+        o.batches.push_back(b.get<int>());
+      }
+    } else if (key == "steps" && value.is_number_integer()) {
+      o.steps = value.get<int>();
+    } else if (key == "apply" && value.is_boolean()) {
+      apply = value.get<bool>();
+    } else {
+      return InvalidArgument("calibrate: unknown or mistyped argument '" + key +
+                             "' (batches: [int], steps: int, apply: bool)");
+    }
+  }
+  // Validate here so a bad request fails now, not in the background.
+  if (o.batches.size() < 2) return InvalidArgument("calibrate: needs at least 2 batch sizes");
+  for (int b : o.batches) {
+    if (b < 1 || b > 4096) return InvalidArgument("calibrate: batch sizes must be in [1, 4096]");
+  }
+  if (o.steps < 1 || o.steps > 1000) return InvalidArgument("calibrate: steps in [1, 1000]");
+  calibration_.reset();  // a finished, unpublished one is superseded
+  calibration_ = std::make_unique<CalibrationRun>(options_.model, options_.runner, o);
+  calibration_apply_ = apply;
+  json batches = o.batches;
+  PublishEvent("calibrate", "calibrate", "started",
+               "calibrating TP vs EP at batches " + batches.dump() + ", " +
+                   std::to_string(o.steps) + " steps each",
+               {{"batches", batches}, {"steps", o.steps}, {"apply", apply}});
+  return json{{"started", true}, {"batches", batches}, {"steps", o.steps}, {"apply", apply}};
+}
+
+void Engine::PollCalibration() {
+  if (!calibration_ || !calibration_->done()) return;
+  const Result<Calibration>& r = calibration_->result();
+  if (!r.ok()) {
+    PublishEvent("calibrate", "calibrate", "failed", "calibrate: " + r.status().message(),
+                 {{"error", r.status().message()}});
+  } else {
+    json detail = json::parse(CalibrationToJson(*r));
+    detail["table"] = FormatCalibrationTable(*r);
+    bool applied = false;
+    if (calibration_apply_ && r->has_thresholds) {
+      PolicyOptions p = policy_->options();
+      p.t_high = r->t_high;
+      p.t_low = r->t_low;
+      applied = policy_->SetOptions(p).ok();
+      if (applied) PublishMeta();
+    }
+    detail["applied"] = applied;
+    PublishEvent("calibrate", "calibrate", "done",
+                 r->summary + (applied ? " Applied to the policy." : ""), std::move(detail));
+  }
+  calibration_.reset();
+}
+
+void Engine::ObservePolicy() {
+  PolicyObservation obs;
+  obs.step = scheduler_->step();
+  obs.running = scheduler_->running();
+  obs.waiting = scheduler_->waiting();
+  obs.layout = ToPolicy(runner_->parallel_mode());
+  obs.transition_in_progress = applier_ && applier_->busy();
+  // Attention stays data-parallel in both layouts, so every request's KV
+  // and state stay where they are: the other layout always holds them.
+  obs.other_layout_fits = true;
+  obs.rollout = options_.workload.kind == WorkloadKind::kRollout;
+  const Decision d = policy_->Observe(obs);
+  last_decision_ = d;
+  if (!d.repeat && d.mode == PolicyMode::kAuto) {
+    PublishEvent("policy", "decision", "", d.reason,
+                 {{"action", std::string(SwitchActionName(d.action))},
+                  {"why", std::string(WhyName(d.why))},
+                  {"step", d.step},
+                  {"layout", std::string(PolicyLayoutName(d.layout))},
+                  {"batch", d.batch},
+                  {"mean", d.mean},
+                  {"window", d.window},
+                  {"t_high", d.t_high},
+                  {"t_low", d.t_low},
+                  {"cooldown_left", d.cooldown_left},
+                  {"rollout", d.rollout}});
+  }
+  if (d.action == SwitchAction::kNone) return;
+  const ParallelMode target =
+      d.action == SwitchAction::kSwitchToTp ? ParallelMode::kTP : ParallelMode::kEP;
+  Result<json> r = SwitchTo(target, nullptr, "policy: " + d.reason);
+  if (!r.ok()) spdlog::warn("policy switch: {}", r.status().ToString());
+}
+
+}  // namespace sy::engine

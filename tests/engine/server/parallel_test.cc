@@ -1,0 +1,134 @@
+// The switch, policy and calibrate commands on a live engine: a manual
+// switch each way with its events and the new layout in meta and status, an
+// injected failure that rolls back, the refusals, the auto policy switching
+// on its own as a burst drains, and a calibration run in the background.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <vector>
+
+#include "tests/engine/server/engine_fixture.h"
+
+namespace sy::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ParallelTest : public EngineTest {
+ protected:
+  EngineOptions BurstOptions() const {
+    EngineOptions o = Options();
+    o.workload.burst = true;
+    o.workload.max_requests = 12;
+    o.workload.ignore_eos = true;
+    o.workload.output_len = {LengthDist::Kind::kFixed, 60, 60};
+    o.scheduler.max_running = 12;
+    o.runner.kv_pages_per_device = 128;
+    return o;
+  }
+};
+
+TEST_F(ParallelTest, ManualSwitchesFaultAndRefusals) {
+  EngineOptions o = BurstOptions();
+  o.start_paused = true;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  std::vector<telemetry::Event> switches;
+  std::string layout;
+  on_message_ = [&](const telemetry::Message& m) {
+    if (auto* e = std::get_if<telemetry::Event>(&m); e && e->kind == "switch") {
+      switches.push_back(*e);
+    }
+    if (auto* meta = std::get_if<telemetry::Meta>(&m)) layout = meta->layout;
+  };
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return layout == "EP"; }));
+
+  EXPECT_EQ(Call(**client, "switch", {{"to", "xp"}}).error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(Call(**client, "switch").error_code, "INVALID_ARGUMENT");
+  telemetry::CommandReply tp = Call(**client, "switch", {{"to", "tp"}});
+  ASSERT_TRUE(tp.ok) << tp.error_message;
+  EXPECT_EQ(tp.result["from"], "EP");
+  EXPECT_EQ(tp.result["to"], "TP");
+  EXPECT_EQ(tp.result["layers"], 2);
+  EXPECT_GT(tp.result["bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(Call(**client, "status").result["layout"], "TP");
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return layout == "TP" && !switches.empty(); }));
+  EXPECT_EQ(switches.back().phase, "done");
+  EXPECT_GT(switches.back().detail["total_ms"].get<double>(), 0.0);
+  EXPECT_EQ(Call(**client, "switch", {{"to", "tp"}}).result["layers"], 0);
+
+  // Nothing to balance across devices in TP.
+  EXPECT_EQ(Call(**client, "rebalance", {{"window", 0}}).error_code, "FAILED_PRECONDITION");
+
+  // A reshard that fails half-way is rolled back, and serving goes on.
+  telemetry::CommandReply bad = Call(
+      **client, "switch", {{"to", "ep"}, {"inject_fault", {{"layer", 1}, {"phase", "exchange"}}}});
+  EXPECT_EQ(bad.error_code, "UNAVAILABLE") << bad.error_message;
+  EXPECT_EQ(Call(**client, "status").result["layout"], "TP");
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
+    return !switches.empty() && switches.back().phase == "failed";
+  }));
+  EXPECT_TRUE(switches.back().detail["rolled_back"].get<bool>());
+
+  ASSERT_TRUE(Call(**client, "resume").ok);
+  telemetry::CommandReply ep = Call(**client, "switch", {{"to", "ep"}});
+  ASSERT_TRUE(ep.ok) << ep.error_message;
+  EXPECT_EQ(ep.result["to"], "EP");
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return layout == "EP"; }));
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_EQ((*engine)->stats().switches, 2);
+}
+
+TEST_F(ParallelTest, AutoPolicySwitchesAsTheBurstDrainsAndCalibrateReports) {
+  auto engine = Engine::Create(BurstOptions());
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  EXPECT_EQ(Call(**client, "policy", {{"t_high", 0}}).error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(Call(**client, "policy", {{"speed", 1}}).error_code, "INVALID_ARGUMENT");
+  telemetry::CommandReply p = Call(
+      **client, "policy", {{"mode", "auto"}, {"t_high", 8}, {"window", 4}, {"cooldown", 4}});
+  ASSERT_TRUE(p.ok) << p.error_message;
+  EXPECT_EQ(p.result["mode"], "auto");
+  EXPECT_DOUBLE_EQ(p.result["t_low"].get<double>(), 6.4);
+  EXPECT_EQ(Call(**client, "calibrate", {{"batches", {1}}}).error_code, "INVALID_ARGUMENT");
+  telemetry::CommandReply cal = Call(**client, "calibrate", {{"batches", {1, 4}}, {"steps", 2}});
+  ASSERT_TRUE(cal.ok) << cal.error_message;
+
+  bool policy_switch = false, decision = false;
+  nlohmann::json calibrated;
+  on_message_ = [&](const telemetry::Message& m) {
+    const auto* e = std::get_if<telemetry::Event>(&m);
+    if (e == nullptr) return;
+    if (e->kind == "policy") decision = true;
+    if (e->kind == "switch" && e->phase == "done" &&
+        e->detail["why"].get<std::string>().rfind("policy", 0) == 0) {
+      policy_switch = true;
+    }
+    if (e->kind == "calibrate" && e->phase == "done") calibrated = e->detail;
+  };
+  // 12 running >= T_h keeps EP; as requests finish the mean falls below T_l.
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
+    return policy_switch && decision && !calibrated.is_null();
+  }));
+  EXPECT_EQ(calibrated["points"].size(), 2u);
+  EXPECT_THAT(calibrated["table"].get<std::string>(), HasSubstr("TP"));
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_GE((*engine)->stats().switches, 1);
+}
+
+}  // namespace
+}  // namespace sy::engine
