@@ -24,7 +24,9 @@
 // windows, balancedness under the current placement, an optional JSON dump
 // that `moe-engine eplb --stats` reads), rebalance (plan from a window of those
 // statistics; dry_run returns the table, otherwise the weights move layer by
-// layer while serving goes on, engine/eplb/applier.h) and rebalance_auto.
+// layer while serving goes on, engine/eplb/applier.h), rebalance_auto, switch
+// (EP <-> TP between two steps), policy (the auto switch policy) and
+// calibrate (both layouts measured on a background thread).
 // describe and status show both memory pools of every device (KV pages and,
 // for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
