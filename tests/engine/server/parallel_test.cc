@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <vector>
 
@@ -128,6 +129,50 @@ TEST_F(ParallelTest, AutoPolicySwitchesAsTheBurstDrainsAndCalibrateReports) {
   ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
   EXPECT_THAT(run.get(), IsOk());
   EXPECT_GE((*engine)->stats().switches, 1);
+}
+
+// The bursty workload under the auto policy: quiet phases drop the batch
+// below T_l (to TP), bursts lift it to T_h (back to EP) -- both directions,
+// each decided by the policy, with every request served.
+TEST_F(ParallelTest, AutoPolicyFollowsTheBurstsBothWays) {
+  EngineOptions o = Options();
+  o.workload.kind = WorkloadKind::kBursty;
+  o.workload.quiet_rate = 5;
+  o.workload.burst_rate = 800;
+  o.workload.quiet_s = 0.6;
+  o.workload.burst_s = 0.2;
+  o.workload.duration_s = 2.4;
+  o.workload.max_requests = 0;  // the duration bounds it
+  o.workload.ignore_eos = true;
+  o.workload.output_len = {LengthDist::Kind::kFixed, 48, 48};
+  o.workload.prompt_len = {LengthDist::Kind::kUniform, 8, 16};
+  o.exit_when_done = true;
+  o.scheduler.max_running = 64;
+  o.runner.kv_pages_per_device = 512;
+  o.policy.mode = PolicyMode::kAuto;
+  o.policy.t_high = 12;
+  o.policy.window = 4;
+  o.policy.cooldown = 4;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  std::vector<std::string> to;
+  on_message_ = [&](const telemetry::Message& m) {
+    const auto* e = std::get_if<telemetry::Event>(&m);
+    if (e && e->kind == "switch" && e->phase == "done") {
+      EXPECT_EQ(e->detail["why"].get<std::string>().rfind("policy", 0), 0u);
+      to.push_back(e->detail["to"].get<std::string>());
+    }
+  };
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
+    return std::count(to.begin(), to.end(), "TP") >= 1 &&
+           std::count(to.begin(), to.end(), "EP") >= 1;
+  })) << "switches seen: " << to.size();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+  EXPECT_EQ((*engine)->stats().rejected, 0);
 }
 
 }  // namespace
