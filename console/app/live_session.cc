@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "console/collect/parallel_text.h"
 #include "console/collect/rebalance_text.h"
 
 namespace sy::console {
@@ -130,7 +131,9 @@ void LiveSession::OnCommandDone(const CommandOutcome& o) {
     reply_text = telemetry::EncodeReply(*o.reply);
   } else {
     ok = true;
-    line = ":" + o.command.text + " ok " + Brief(o.reply->result);
+    const std::string worded = ParallelReplyText(o.command.request.cmd, o.reply->result);
+    line = ":" + o.command.text + " ok" +
+           (worded.empty() ? " " + Brief(o.reply->result) : ": " + worded);
     reply_text = telemetry::EncodeReply(*o.reply);
     collector_.ApplyCommandResult(o.command.request.cmd, o.reply->result);
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "console/collect/parallel_text.h"
 #include "console/collect/rebalance_text.h"
 
 namespace sy::console {
@@ -83,6 +84,8 @@ void Collector::OnMessage(const telemetry::Meta& m) {
     s_.engine_state = m.paused ? "paused" : "running";
   }
   experts_.SetMetaDevices(m.expert_device);
+  s_.parallel.layout = m.layout;
+  ApplyPolicyJson(m.policy, s_.parallel.policy);
 }
 
 void Collector::OnMessage(const telemetry::Step& m) {
@@ -176,6 +179,13 @@ void Collector::OnMessage(const telemetry::Requests& m) {
 }
 
 void Collector::OnMessage(const telemetry::Event& m) {
+  if (IsParallelEvent(m)) {
+    // A switch is a phase breakdown, a calibration a table: worded in
+    // parallel_text.cc, each line with its own level.
+    ApplyParallelEvent(m, s_.latest_step, s_.parallel);
+    for (LogLine& line : ParallelEventLines(m)) Log(line.t_us, line.level, std::move(line.text));
+    return;
+  }
   if (m.kind == "rebalance") {
     // A plan is a table and a finished move a before/after summary: several
     // lines, worded in rebalance_text.cc; a failure is an error.
@@ -222,6 +232,7 @@ void Collector::ApplyCommandResult(const std::string& cmd, const nlohmann::json&
   std::lock_guard lock(mu_);
   if (!result.is_object()) return;
   if (cmd == "rebalance_auto") ApplyRebalanceAutoResult(result, s_.rebalance);
+  if (cmd == "policy") ApplyPolicyJson(result, s_.parallel.policy);
   if (auto p = result.find("paused"); p != result.end() && p->is_boolean()) {
     s_.paused = p->get<bool>();
     s_.engine_state = s_.paused ? "paused" : "running";
@@ -312,6 +323,7 @@ Snapshot Collector::TakeSnapshot() const {
     const int64_t last_sec = std::max(buckets_.back().second, s_.latest_t_us / kUsPerS);
     const int64_t first_sec =
         std::max(buckets_.front().second, last_sec - options_.series_seconds + 1);
+    s.series_end_s = last_sec;
     auto b = buckets_.begin();
     int running = 0, waiting = 0;
     for (int64_t sec = first_sec; sec <= last_sec; ++sec) {

@@ -71,9 +71,10 @@ class Collector {
   // Console-side log line (command echo, client errors, notes).
   void AddLog(LogLevel level, std::string text);
   // Applies what an accepted command reply says about engine state (fields
-  // "paused", "state", "trace_level"/"level" in its result, and the auto
-  // mode settings a "rebalance_auto" reply confirms), so the header and the
-  // Experts view change as soon as the engine confirms.
+  // "paused", "state", "trace_level"/"level" in its result, the auto mode
+  // settings a "rebalance_auto" reply confirms and the switch policy a
+  // "policy" reply returns), so the header, the Overview and the Experts
+  // view change as soon as the engine confirms.
   void ApplyCommandResult(const std::string& cmd, const nlohmann::json& result);
 
   // Live mode: the Subscriber's own counters replace the collector's.

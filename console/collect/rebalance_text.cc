@@ -2,31 +2,18 @@
 
 #include <cstdio>
 
+#include "console/collect/json_read.h"
+
 namespace sy::console {
 
 using nlohmann::json;
 
 namespace {
 
-double Num(const json& j, const char* key) {
-  if (!j.is_object()) return 0;
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-int64_t Int(const json& j, const char* key) { return static_cast<int64_t>(Num(j, key)); }
-
-std::string Str(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-bool Bool(const json& j, const char* key) {
-  if (!j.is_object()) return false;
-  auto it = j.find(key);
-  return it != j.end() && it->is_boolean() && it->get<bool>();
-}
+double Num(const json& j, const char* key) { return JsonNum(j, key); }
+int64_t Int(const json& j, const char* key) { return JsonInt(j, key); }
+std::string Str(const json& j, const char* key) { return JsonStr(j, key); }
+bool Bool(const json& j, const char* key) { return JsonBool(j, key); }
 
 const json& Field(const json& j, const char* key) {
   static const json kNull;

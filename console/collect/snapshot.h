@@ -92,6 +92,81 @@ struct RebalanceStatus {
   std::string auto_last;  // latest "auto" event: "skipped: ..." / "started: ..."
 };
 
+// TP <-> EP switching (docs/PROTOCOL.md "meta".policy and the "switch",
+// "policy" and "calibrate" events).
+
+// The switch policy as the engine last stated it (meta.policy or a `policy`
+// reply). known is false for engines that send no policy.
+struct SwitchPolicy {
+  bool known = false;
+  std::string mode;         // "manual" | "auto"
+  int t_high = 0;           // T_h: batch at which TP switches to EP at once
+  double t_low = 0;         // T_l in effect: EP switches to TP when the window mean is below
+  bool t_low_auto = false;  // T_l follows 0.8 T_h
+  int window = 0;           // steps the EP mean covers
+  int cooldown = 0;         // steps between switches
+  std::string rollout;      // "auto" | "on" | "off"
+  std::string describe;     // the engine's one-line description
+};
+
+// One `switch` event: done, failed (rolled back) or refused.
+struct SwitchMark {
+  int64_t t_us = -1;  // engine time of the event
+  int64_t step = -1;  // newest step seen when it arrived (-1: none yet)
+  std::string phase;  // "done" | "failed" | "refused"
+  std::string from;   // "EP" | "TP"
+  std::string to;
+  double total_ms = 0;  // done: the serving pause
+  bool rolled_back = false;
+  std::string why;  // "command" | "policy: <reason>"; failed/refused: the error
+};
+
+// The auto policy's latest decision (a `policy` event).
+struct PolicyDecision {
+  int64_t t_us = -1;  // -1: none seen
+  int64_t step = -1;
+  std::string action;   // "none" | "switch_to_tp" | "switch_to_ep"
+  std::string why;      // "above_high", "below_low", "cooldown", ...
+  std::string message;  // the engine's reason, e.g. "batch 70 >= T_h 64: switch to EP now"
+  int batch = 0;
+  double mean = 0;  // window mean batch (EP)
+  int cooldown_left = 0;
+};
+
+struct CalibrationPoint {
+  int batch = 0;
+  double tp_ms = 0;  // decode step latency in the TP layout
+  double ep_ms = 0;
+  std::string faster;  // "TP" | "EP" | ... as the engine names it
+};
+
+// The latest `calibrate` run.
+struct CalibrationStatus {
+  std::string phase;  // "" (none), "started", "done", "failed"
+  int64_t t_us = -1;
+  std::vector<int> batches;              // started: the batch sizes being measured
+  std::vector<CalibrationPoint> points;  // done: by batch
+  std::string kind;            // "crossover" | "tp_everywhere" | "ep_everywhere" | "unstable"
+  bool has_crossover = false;  // crossover_batch, t_high and t_low are set
+  double crossover_batch = 0;
+  int t_high = 0;
+  double t_low = 0;
+  bool applied = false;  // the thresholds went into the policy
+  std::string summary;
+  std::string error;  // failed
+};
+
+struct ParallelStatus {
+  std::string layout;  // "EP" | "TP" from the newest meta ("" before it)
+  SwitchPolicy policy;
+  std::vector<SwitchMark> switches;  // oldest first, bounded
+  int switches_done = 0;             // this run, including those fallen off
+  int switches_failed = 0;
+  int switches_refused = 0;
+  PolicyDecision decision;
+  CalibrationStatus calibration;
+};
+
 struct Snapshot {
   ConnState conn = ConnState::kWaiting;
   double heartbeat_age_s = 0;  // live only; wall seconds since last heartbeat
@@ -114,6 +189,9 @@ struct Snapshot {
   std::vector<double> batch;  // mean requests per step in that second
   std::vector<double> running;
   std::vector<double> waiting;
+  // Engine second (t_us / 1e6, floored) of the newest series point; the
+  // series cover [series_end_s - size + 1, series_end_s].
+  int64_t series_end_s = 0;
   double cur_prefill_tps = 0;  // last value of the series (0 when empty)
   double cur_decode_tps = 0;
   int cur_batch = 0;  // latest step's batch_requests
@@ -176,6 +254,7 @@ struct Snapshot {
   std::vector<double> balancedness;
   std::vector<std::vector<double>> balancedness_trend;  // [layer][second]
   RebalanceStatus rebalance;
+  ParallelStatus parallel;  // layout, switch policy, switches, calibration
 
   std::vector<LogLine> log;  // oldest first, bounded
 

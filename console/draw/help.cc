@@ -55,6 +55,32 @@ std::string ViewKeysRow() {
   return first + "-" + last + "      views: " + names;
 }
 
+// One row of the command list: neighbouring commands without arguments and
+// with the same help text share it (":pause / :resume"), as keys do.
+struct CommandRow {
+  std::string usage;
+  std::string_view help;
+};
+
+std::vector<CommandRow> CommandRows() {
+  std::vector<CommandRow> rows;
+  const CommandSpec* prev = nullptr;
+  for (const CommandSpec& c : CommandTable()) {
+    // :quit and :help stay commands, but the key rows already say them
+    // ("q quit (:quit)", "? help (:help)"): a row saved for 80x24.
+    if (c.name == "quit" || c.name == "help") continue;
+    std::string usage = ":" + std::string(c.name);
+    if (!c.args.empty()) usage += " " + std::string(c.args);
+    if (prev != nullptr && prev->help == c.help && prev->args.empty() && c.args.empty()) {
+      rows.back().usage += " / " + usage;
+    } else {
+      rows.push_back(CommandRow{usage, c.help});
+    }
+    prev = &c;
+  }
+  return rows;
+}
+
 // Two columns of keys when there is room for them.
 int KeyColumns(int inner_w) { return inner_w >= 60 ? 2 : 1; }
 
@@ -64,7 +90,7 @@ int HelpHeight(const ViewState& v, int w) {
   const int columns = KeyColumns(w - 2);
   const int keys = static_cast<int>(VisibleKeys(v).size());
   const int key_rows = (keys + columns - 1) / columns;
-  return 3 + key_rows + 1 + static_cast<int>(CommandTable().size());
+  return 3 + key_rows + 1 + static_cast<int>(CommandRows().size());
 }
 
 Grid DrawHelp(const ViewState& v, Rect r) {
@@ -109,11 +135,9 @@ Grid DrawHelp(const ViewState& v, Rect r) {
           "Commands (press : then type; Tab completes, Up/Down history):", theme::kOverlayKey,
           right);
   }
-  for (const CommandSpec& c : CommandTable()) {
+  for (const CommandRow& c : CommandRows()) {
     if (y >= r.h - 1) break;
-    std::string usage = ":" + std::string(c.name);
-    if (!c.args.empty()) usage += " " + std::string(c.args);
-    const int x = g.Put(2, y, PadRight(usage, 24), theme::kOverlayKey, right);
+    const int x = g.Put(2, y, PadRight(c.usage, 24), theme::kOverlayKey, right);
     g.Put(x, y, std::string(c.help), theme::kOverlay, right);
     ++y;
   }

@@ -1,9 +1,11 @@
-// Overview panel: throughput and queue sparklines, latency percentiles, and
-// the run's model and layout.
+// Overview panel: throughput and queue sparklines with the layout timeline
+// under them, latency percentiles, the run's model and layout, the switch
+// policy with its batch gauge, and the calibration curves when there is room.
 #include <algorithm>
 #include <string>
 
 #include "console/draw/format.h"
+#include "console/draw/overview_sections.h"
 #include "console/draw/sparkline.h"
 #include "console/draw/theme.h"
 #include "console/draw/views.h"
@@ -57,7 +59,8 @@ Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
   SeriesRows(g, y++, "running", FormatCount(s.cur_running), s.running, 1, theme::kLabel);
   SeriesRows(g, y++, "waiting", FormatCount(s.cur_waiting), s.waiting, 1,
              s.cur_waiting > 0 ? theme::kWarn : theme::kLabel);
-  ++y;
+  // On the axis of the three rows above: one column per second.
+  y = overview::DrawLayoutStrip(g, y, s, kLabelW, kValueW);
 
   g.Put(0, y++, "Latency, last " + std::to_string(s.ttft.count) + " requests", theme::kTitle);
   const auto latency = [&](const char* name, const Percentiles& p) {
@@ -97,6 +100,14 @@ Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
   if (!s.meta.workload.empty()) {
     x = g.Put(0, y, "Workload", theme::kLabel);
     g.Put(std::max(x, kLabelW), y++, s.meta.workload);
+  }
+  y = overview::DrawSwitchRows(g, y, s, kLabelW);
+  // The curves need a row per point and one for the crossover; at 80x24
+  // there is no room and the Calib row with the Log's table tell it.
+  const CalibrationStatus& c = s.parallel.calibration;
+  const int curve_rows = 2 + static_cast<int>(c.points.size()) + (c.has_crossover ? 1 : 0);
+  if (c.phase == "done" && g.height() - y >= curve_rows) {
+    overview::DrawCalibrationCurves(g, y + 1, s);
   }
   (void)v;
   return g;

@@ -5,24 +5,31 @@
 #include <sstream>
 
 #include "console/draw/grid.h"
+#include "console/input/parallel_commands.h"
 
 namespace sy::console {
 namespace {
 
 constexpr CommandSpec kTable[] = {
-    {"pause", "", "pause the scheduler (requests wait, nothing is lost)", false, false},
-    {"resume", "", "resume a paused scheduler", false, false},
+    // Neighbours with the same help text share one row of the help overlay.
+    {"pause", "", "pause / resume the scheduler (nothing is lost)", false, false},
+    {"resume", "", "pause / resume the scheduler (nothing is lost)", false, false},
     {"trace", "off|summary|full", "set the trace level (full adds per-kernel spans)", false, false},
-    {"status", "", "ask the engine for its state (reply in the Log view)", false, false},
-    {"describe", "", "ask the engine for model, layout and devices", false, false},
+    {"status", "", "ask the engine for its state / model and devices", false, false},
+    {"describe", "", "ask the engine for its state / model and devices", false, false},
     {"cancel", "ID", "cancel a request by id (Requests view); asks y/n", false, true},
     {"flush_cache", "", "drop every unpinned prefix-cache entry (asks y/n)", false, true},
     {"rebalance", "[N] [POLICY]", "plan from last N steps, show it, ask y/n (! skips)", false,
      true},
     {"rebalance_auto", "N|off", "auto-rebalance every N steps (add GAIN: min gain)", false, false},
+    {"expert_stats", "[N] [dump F]", "expert load over N steps; dump: JSON for eplb", false,
+     false},
+    {"switch", "tp|ep", "move the experts to the TP or EP layout now", false, false},
+    {"policy", "auto|manual|K=V", "K: t_high t_low(=auto) window cooldown rollout", false, false},
+    {"calibrate", "[Bs] [apply]", "time TP and EP at batches; apply sets T_h, T_l", false, false},
     {"stop", "", "stop the engine (asks y/n; ':stop!' does not)", false, true},
-    {"quit", "", "quit the console (the engine keeps running)", true, false},
-    {"help", "", "show the help overlay", true, false},
+    {"quit", "", "quit the console / show this help", true, false},
+    {"help", "", "quit the console / show this help", true, false},
 };
 
 std::vector<std::string> Words(std::string_view line) {
@@ -116,6 +123,27 @@ Status ParseRebalanceAuto(const std::vector<std::string>& words, ParsedCommand& 
   return Status::Ok();
 }
 
+// `expert_stats [N] [dump FILE]`: the engine's statistics over the last N
+// steps (0: since the start), optionally written to FILE on the engine's
+// machine for `moe-engine eplb --stats FILE`.
+Status ParseExpertStats(const std::vector<std::string>& words, ParsedCommand& out) {
+  const std::string usage = "usage: expert_stats [N] [dump FILE]";
+  out.text = "expert_stats";
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (AllDigits(w, 4) && !out.request.args.contains("window")) {
+      out.request.args["window"] = std::stoll(w);
+      out.text += " " + w;
+    } else if (w == "dump" && i + 1 < words.size() && !out.request.args.contains("path")) {
+      out.request.args["path"] = words[++i];
+      out.text += " dump " + words[i];
+    } else {
+      return InvalidArgument("bad expert_stats argument '" + w + "'; " + usage);
+    }
+  }
+  return Status::Ok();
+}
+
 std::string CommonPrefix(const std::vector<std::string>& v) {
   if (v.empty()) return "";
   std::string p = v.front();
@@ -176,6 +204,22 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     RETURN_IF_ERROR(ParseRebalanceAuto(words, out));
     return out;
   }
+  if (name == "expert_stats") {
+    RETURN_IF_ERROR(ParseExpertStats(words, out));
+    return out;
+  }
+  if (name == "switch") {
+    RETURN_IF_ERROR(ParseSwitch(words, out));
+    return out;
+  }
+  if (name == "policy") {
+    RETURN_IF_ERROR(ParsePolicy(words, out));
+    return out;
+  }
+  if (name == "calibrate") {
+    RETURN_IF_ERROR(ParseCalibrate(words, out));
+    return out;
+  }
   if (name == "cancel") {
     if (words.size() != 2) return InvalidArgument("cancel needs one request id: cancel ID");
     const std::string& id = words[1];
@@ -229,15 +273,18 @@ Completion Complete(std::string_view line) {
   const size_t last = s.find_last_of(' ');
   const std::string head = s.substr(0, last + 1);
   const std::string arg = s.substr(last + 1);
-  std::vector<std::string_view> words;
-  if (cmd == "trace" && head.find_first_not_of(' ', space) == std::string::npos) {
+  std::vector<std::string> words;
+  const bool first = head.find_first_not_of(' ', space) == std::string::npos;
+  if (cmd == "switch" || cmd == "policy" || cmd == "calibrate") {
+    words = ParallelCompletionWords(cmd, first, arg);
+  } else if (cmd == "trace" && head.find_first_not_of(' ', space) == std::string::npos) {
     words.assign(std::begin(kTraceLevels), std::end(kTraceLevels));
   } else if (cmd == "rebalance" || cmd == "rebalance!") {
     words.assign(std::begin(kRebalancePolicies), std::end(kRebalancePolicies));
   } else if (cmd == "rebalance_auto" && head.find_first_not_of(' ', space) == std::string::npos) {
     words = {"off"};
   }
-  for (std::string_view w : words) {
+  for (const std::string& w : words) {
     if (w.substr(0, arg.size()) == arg) c.candidates.emplace_back(w);
   }
   if (c.candidates.size() == 1) {

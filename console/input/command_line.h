@@ -56,6 +56,7 @@ struct ParsedCommand {
 //                             dry_run false at once. N: 1..1000000 steps.
 //   rebalance_auto N [GAIN]  {"cmd":"rebalance_auto","args":{"every":N[,"min_gain":GAIN]}}
 //   rebalance_auto off       every 0. GAIN: a number in [0, 1].
+//   switch, policy, calibrate   as console/input/parallel_commands.h says.
 Result<ParsedCommand> ParseCommand(std::string_view line);
 
 // The command that applies what the dry run `preview` planned: the same
@@ -68,8 +69,10 @@ struct Completion {
   std::vector<std::string> candidates;  // all matches (shown when > 1)
 };
 // Completes the command name, the trace level after "trace ", the policy
-// after "rebalance ... " and "off" after "rebalance_auto ". A unique
-// match gets a trailing space when the command takes arguments.
+// after "rebalance ... ", "off" after "rebalance_auto ", and the words of
+// ParallelCompletionWords() after "switch ", "policy ", "calibrate ". A
+// unique command match gets a trailing space when the command takes
+// arguments.
 Completion Complete(std::string_view line);
 
 // Line editing for the command line: printable keys insert at the cursor,

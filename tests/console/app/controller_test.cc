@@ -199,5 +199,48 @@ TEST(ConsoleController, RebalanceBangSendsAtOnceAndAutoIsPlain) {
   EXPECT_EQ(fx.send->request.cmd, "rebalance_auto");
 }
 
+// `:switch`, `:policy`, `:calibrate` typed key by key: Tab completes, Enter
+// sends at once (no question), a bad value stays on the line as an error.
+TEST(ConsoleController, SwitchPolicyCalibrateFromTheCommandLine) {
+  Controller c(false);
+  Press(c, ":");
+  for (const char* k : {"s", "w"}) Press(c, k);
+  Press(c, "Tab");
+  EXPECT_EQ(c.view().command_text, "switch ");
+  Press(c, "t");
+  Press(c, "Tab");
+  EXPECT_EQ(c.view().command_text, "switch tp");
+  Effects fx = Press(c, "Enter");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.cmd, "switch");
+  EXPECT_EQ(fx.send->request.args, (nlohmann::json{{"to", "tp"}}));
+  EXPECT_TRUE(c.view().confirm.empty());
+  EXPECT_EQ(c.view().message, "sent :switch tp …");
+
+  fx = TypeLine(c, "policy auto t_high=48");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.args, (nlohmann::json{{"mode", "auto"}, {"t_high", 48}}));
+
+  fx = TypeLine(c, "policy t_high=32 t_low=40");
+  EXPECT_FALSE(fx.send);
+  EXPECT_TRUE(c.view().message_error);
+  EXPECT_EQ(c.view().message,
+            "t_low 40 above t_high 32: the low threshold must not exceed the high one");
+
+  fx = TypeLine(c, "calibrate 1,8,32 apply");
+  ASSERT_TRUE(fx.send);
+  EXPECT_EQ(fx.send->request.args, (nlohmann::json{{"batches", {1, 8, 32}}, {"apply", true}}));
+  fx = TypeLine(c, "calibrate 1");
+  EXPECT_FALSE(fx.send);
+  EXPECT_THAT(c.view().message, HasSubstr("at least 2 batch sizes"));
+}
+
+TEST(ConsoleController, SwitchIsNotSentInReplay) {
+  Controller c(true);
+  const Effects fx = TypeLine(c, "switch ep");
+  EXPECT_FALSE(fx.send);
+  EXPECT_EQ(c.view().message, "replay: ':switch ep' not sent (no engine attached)");
+}
+
 }  // namespace
 }  // namespace sy::console

@@ -199,7 +199,10 @@ TEST(ConsoleCommandComplete, CommandNames) {
   c = Complete("tr");
   EXPECT_EQ(c.line, "trace ");  // takes an argument: trailing space
   c = Complete("s");
-  EXPECT_EQ(c.line, "st");  // status, stop: common prefix
+  EXPECT_EQ(c.line, "s");  // status, switch, stop: nothing in common to add
+  EXPECT_THAT(c.candidates, ElementsAre("status", "switch", "stop"));
+  c = Complete("st");
+  EXPECT_EQ(c.line, "st");
   EXPECT_THAT(c.candidates, ElementsAre("status", "stop"));
   c = Complete("");
   EXPECT_EQ(c.candidates.size(), CommandTable().size());
@@ -246,7 +249,7 @@ TEST(ConsoleCommandEditor, TypingEditingAndSubmit) {
 TEST(ConsoleCommandEditor, TabCompletesAndShowsCandidates) {
   CommandLineEditor e;
   e.Open();
-  Type(e, "s");
+  Type(e, "st");
   e.HandleKey(K("Tab"));
   EXPECT_EQ(e.text(), "st");
   EXPECT_THAT(e.candidates(), ElementsAre("status", "stop"));
@@ -288,6 +291,29 @@ TEST(ConsoleCommandEditor, Utf8Input) {
   e.HandleKey(K("Left"));
   e.HandleKey(K("Backspace"));
   EXPECT_EQ(e.text(), "x");
+}
+
+}  // namespace
+}  // namespace sy::console
+
+namespace sy::console {
+namespace {
+
+TEST(ConsoleCommandParse, ExpertStatsWindowAndDump) {
+  Result<ParsedCommand> c = ParseCommand("expert_stats 100 dump /tmp/load.json");
+  ASSERT_THAT(c.status(), IsOk());
+  EXPECT_EQ(c->request.cmd, "expert_stats");
+  EXPECT_EQ(c->request.args["window"], 100);
+  EXPECT_EQ(c->request.args["path"], "/tmp/load.json");
+  EXPECT_EQ(c->text, "expert_stats 100 dump /tmp/load.json");
+  c = ParseCommand("expert_stats");
+  ASSERT_THAT(c.status(), IsOk());
+  EXPECT_TRUE(c->request.args.empty());
+  EXPECT_THAT(ParseCommand("expert_stats dump"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("usage: expert_stats")));
+  EXPECT_THAT(ParseCommand("expert_stats 10 20"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad expert_stats argument '20'")));
+  EXPECT_THAT(ParseCommand("expert_stats hot"), StatusIs(StatusCode::kInvalidArgument));
 }
 
 }  // namespace
