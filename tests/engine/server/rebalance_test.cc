@@ -101,6 +101,31 @@ TEST_F(RebalanceTest, DryRunThenLiveMovePublishesEveryPhase) {
   EXPECT_THAT(run.get(), IsOk());
 }
 
+// Auto mode plans every N steps and starts a rebalance when the predicted
+// gain clears min_gain; the skew makes sure it does.
+TEST_F(RebalanceTest, AutoModeStartsARebalanceOnItsOwn) {
+  EngineOptions o = SkewedOptions();
+  o.rebalance_every = 8;
+  o.rebalance_window = 8;
+  o.rebalance_min_gain = 0.05;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto sub = telemetry::Subscriber::Connect({.endpoint = pub_});
+  ASSERT_THAT(sub.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  bool auto_started = false, done = false;
+  on_message_ = [&](const telemetry::Message& m) {
+    const auto* e = std::get_if<telemetry::Event>(&m);
+    if (e == nullptr || e->kind != "rebalance") return;
+    if (e->name == "auto" && e->phase == "started") auto_started = true;
+    if (e->name == "rebalance" && e->phase == "done") done = true;
+  };
+  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return auto_started && done; }));
+  (*engine)->RequestStop();
+  ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
+  EXPECT_THAT(run.get(), IsOk());
+}
+
 TEST_F(RebalanceTest, UnevenRedundantSlotsAreRefusedAtStart) {
   EngineOptions bad = SkewedOptions();
   bad.redundant_experts = 1;  // 9 slots over 2 devices
