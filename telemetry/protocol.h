@@ -291,8 +291,8 @@ Result<Message> FromJson(std::string_view topic, const nlohmann::json& j);
 
 // Known commands; the engine refuses others with NOT_FOUND.
 inline constexpr std::string_view kCommands[] = {
-    "describe", "status",      "pause",        "resume",    "trace",         "stop",
-    "cancel",   "flush_cache", "expert_stats", "rebalance", "rebalance_auto", "switch", "policy", "calibrate"};
+    "describe",    "status",       "pause",     "resume",         "trace",  "stop",   "cancel",
+    "flush_cache", "expert_stats", "rebalance", "rebalance_auto", "switch", "policy", "calibrate"};
 
 struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back

@@ -37,7 +37,7 @@ Status RebalanceApplier::Start(const RebalancePlan& plan, std::optional<ApplierF
   const ExpertMap& map = runner_->expert_map();
   if (static_cast<int>(plan.phy2log.size()) != map.layers()) {
     return InvalidArgument("the plan has " + std::to_string(plan.phy2log.size()) +
-                                   " layers, the placement " + std::to_string(map.layers()));
+                           " layers, the placement " + std::to_string(map.layers()));
   }
   moves_.clear();
   old_rows_.clear();

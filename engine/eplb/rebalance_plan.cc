@@ -107,18 +107,18 @@ Result<RebalancePlan> PlanRebalance(const ExpertStats& stats, const ExpertMap& m
         " devices); start the engine with --redundant-experts so that they divide evenly");
   }
   if (stats.layers() != map.layers() || stats.experts() != map.experts()) {
-    return InvalidArgument("expert statistics cover " + std::to_string(stats.layers()) +
-                                   "x" + std::to_string(stats.experts()) +
-                                   " but the placement has " + std::to_string(map.layers()) +
-                                   "x" + std::to_string(map.experts()));
+    return InvalidArgument("expert statistics cover " + std::to_string(stats.layers()) + "x" +
+                           std::to_string(stats.experts()) + " but the placement has " +
+                           std::to_string(map.layers()) + "x" + std::to_string(map.experts()));
   }
   ASSIGN_OR_RETURN(LoadMatrix load, stats.Window(options.window));
   RebalancePlan plan;
   plan.window = options.window;
   plan.window_steps = stats.WindowSteps(options.window);
   if (plan.window_steps == 0) {
-    return FailedPrecondition("no routed-token statistics recorded yet: serve some steps "
-                                      "before rebalancing");
+    return FailedPrecondition(
+        "no routed-token statistics recorded yet: serve some steps "
+        "before rebalancing");
   }
   const int first = map.first_moe();
   std::vector<std::vector<int64_t>> moe_load(load.begin() + first, load.end());
@@ -139,8 +139,7 @@ Result<RebalancePlan> PlanRebalance(const ExpertStats& stats, const ExpertMap& m
     for (int d = 0; d < map.devices(); ++d) {
       const int s0 = map.device_first_slot(d);
       std::vector<int> cur(current[l].begin() + s0, current[l].begin() + s0 + per_device);
-      std::vector<int> want(target.begin() + d * per_device,
-                            target.begin() + (d + 1) * per_device);
+      std::vector<int> want(target.begin() + d * per_device, target.begin() + (d + 1) * per_device);
       std::vector<int> placed = KeepInPlace(cur, std::move(want));
       std::copy(placed.begin(), placed.end(), row.begin() + s0);
     }
@@ -173,12 +172,15 @@ Result<RebalancePlan> PlanRebalance(const ExpertStats& stats, const ExpertMap& m
 nlohmann::json PlanJson(const RebalancePlan& plan) {
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerPlan& l : plan.layers) {
-    layers.push_back({{"layer", l.layer}, {"before", l.before}, {"after", l.after},
-                      {"moved", l.moved}});
+    layers.push_back(
+        {{"layer", l.layer}, {"before", l.before}, {"after", l.after}, {"moved", l.moved}});
   }
-  return {{"layers", std::move(layers)},     {"experts_moved", plan.experts_moved},
-          {"bytes", plan.bytes},             {"window", plan.window},
-          {"window_steps", plan.window_steps}, {"mean_before", plan.mean_before},
+  return {{"layers", std::move(layers)},
+          {"experts_moved", plan.experts_moved},
+          {"bytes", plan.bytes},
+          {"window", plan.window},
+          {"window_steps", plan.window_steps},
+          {"mean_before", plan.mean_before},
           {"mean_after", plan.mean_after}};
 }
 

@@ -46,8 +46,8 @@ struct LayerPlan {
 };
 
 struct RebalancePlan {
-  int window = 0;        // the window asked for
-  int64_t window_steps = 0;  // steps it covered
+  int window = 0;                         // the window asked for
+  int64_t window_steps = 0;               // steps it covered
   std::vector<std::vector<int>> phy2log;  // [model layer][slot]: the target map rows
   std::vector<LayerPlan> layers;          // MoE layers, ascending
   int experts_moved = 0;                  // sum of moved

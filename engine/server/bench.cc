@@ -358,27 +358,28 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
                     e.moe_ms_after, e.tokens_per_s_before, e.tokens_per_s_after, e.experts_moved,
                     e.longest_pause_ms, e.longest_step_before_ms);
       out << line;
-      j["eplb"].push_back({{"slots", e.slots},
-                           {"skew", e.skew},
-                           {"batch", e.batch},
-                           {"steps", e.steps},
-                           {"predicted_before", e.predicted_before},
-                           {"predicted_after", e.predicted_after},
-                           {"balancedness_before", e.balancedness_before},
-                           {"balancedness_after", e.balancedness_after},
-                           {"moe_ms_before", e.moe_ms_before},
-                           {"moe_ms_after", e.moe_ms_after},
-                           {"moe_before_over_after", e.moe_ms_after > 0 ? e.moe_ms_before / e.moe_ms_after : 0.0},
-                           {"tokens_per_s_before", e.tokens_per_s_before},
-                           {"tokens_per_s_after", e.tokens_per_s_after},
-                           {"layers_moved", e.layers_moved},
-                           {"experts_moved", e.experts_moved},
-                           {"bytes_moved", e.bytes_moved},
-                           {"longest_pause_ms", e.longest_pause_ms},
-                           {"longest_step_before_ms", e.longest_step_before_ms},
-                           {"longest_step_during_ms", e.longest_step_during_ms},
-                           {"rebalance_ms", e.rebalance_ms},
-                           {"steps_during", e.steps_during}});
+      j["eplb"].push_back(
+          {{"slots", e.slots},
+           {"skew", e.skew},
+           {"batch", e.batch},
+           {"steps", e.steps},
+           {"predicted_before", e.predicted_before},
+           {"predicted_after", e.predicted_after},
+           {"balancedness_before", e.balancedness_before},
+           {"balancedness_after", e.balancedness_after},
+           {"moe_ms_before", e.moe_ms_before},
+           {"moe_ms_after", e.moe_ms_after},
+           {"moe_before_over_after", e.moe_ms_after > 0 ? e.moe_ms_before / e.moe_ms_after : 0.0},
+           {"tokens_per_s_before", e.tokens_per_s_before},
+           {"tokens_per_s_after", e.tokens_per_s_after},
+           {"layers_moved", e.layers_moved},
+           {"experts_moved", e.experts_moved},
+           {"bytes_moved", e.bytes_moved},
+           {"longest_pause_ms", e.longest_pause_ms},
+           {"longest_step_before_ms", e.longest_step_before_ms},
+           {"longest_step_during_ms", e.longest_step_during_ms},
+           {"rebalance_ms", e.rebalance_ms},
+           {"steps_during", e.steps_during}});
     }
   }
   if (!r.switches.empty()) {
@@ -386,11 +387,10 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
            "pause ms (max)\n";
     j["switch"] = nlohmann::json::array();
     for (const SwitchBenchResult& w : r.switches) {
-      std::snprintf(line, sizeof line,
-                    "            %-8s %8d  %10.2f  %12.2f  %11.2f  %5.2f   %6.2f (%.2f)\n",
-                    w.model.c_str(), w.switches, static_cast<double>(w.bytes_per_switch) / (1 << 20),
-                    w.reshard_gbps, w.memcpy_gbps, w.reshard_over_memcpy, w.pause_ms,
-                    w.pause_max_ms);
+      std::snprintf(
+          line, sizeof line, "            %-8s %8d  %10.2f  %12.2f  %11.2f  %5.2f   %6.2f (%.2f)\n",
+          w.model.c_str(), w.switches, static_cast<double>(w.bytes_per_switch) / (1 << 20),
+          w.reshard_gbps, w.memcpy_gbps, w.reshard_over_memcpy, w.pause_ms, w.pause_max_ms);
       out << line;
       j["switch"].push_back({{"model", w.model},
                              {"devices", w.devices},

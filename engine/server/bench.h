@@ -52,16 +52,16 @@ struct BenchOptions {
   // Off and full runs alternate this many times; the best of each counts, so
   // a noisy neighbour on a shared machine hurts both sides alike.
   int serve_repeats = 2;
-  int prefill_len = 2048;    // (c); 0 skips it
-  int agentic_sessions = 4;  // (d); 0 skips it
-  int agentic_turns = 8;     // turns per session
-  int agentic_output = 32;   // tokens generated per turn
-  int eplb_batch = 64;       // (e); 0 skips it
-  int eplb_steps = 32;       // decode steps measured before and after
-  double eplb_skew = 1.5;    // ModelRunnerOptions::router_skew
-  int eplb_redundant = 4;    // the second run's redundant experts (0: one run)
-  int switch_rounds = 5;     // (f): EP -> TP -> EP round trips per preset; 0 skips (f)
-  std::string switch_large = "small";     // (f): the larger preset
+  int prefill_len = 2048;              // (c); 0 skips it
+  int agentic_sessions = 4;            // (d); 0 skips it
+  int agentic_turns = 8;               // turns per session
+  int agentic_output = 32;             // tokens generated per turn
+  int eplb_batch = 64;                 // (e); 0 skips it
+  int eplb_steps = 32;                 // decode steps measured before and after
+  double eplb_skew = 1.5;              // ModelRunnerOptions::router_skew
+  int eplb_redundant = 4;              // the second run's redundant experts (0: one run)
+  int switch_rounds = 5;               // (f): EP -> TP -> EP round trips per preset; 0 skips (f)
+  std::string switch_large = "small";  // (f): the larger preset
   std::vector<int> calibrate_batches = {1, 4, 16, 64};  // (g); empty skips it
 };
 
@@ -84,7 +84,7 @@ struct EplbBenchResult {
   double skew = 0;
   int batch = 0;
   int steps = 0;
-  double predicted_before = 0, predicted_after = 0;      // PlanRebalance, window = steps
+  double predicted_before = 0, predicted_after = 0;        // PlanRebalance, window = steps
   double balancedness_before = 0, balancedness_after = 0;  // measured, mean over steps
   double moe_ms_before = 0, moe_ms_after = 0;  // max over devices of expert FFN ms, per step
   double tokens_per_s_before = 0, tokens_per_s_after = 0;
@@ -145,10 +145,10 @@ struct BenchReport {
   std::vector<ServeResult> serve;  // empty unless trace_compare
   // tokens/s with tracing full divided by tokens/s with tracing off.
   double full_over_off = 0;
-  std::vector<PrefillResult> prefill;     // empty unless a hybrid model and prefill_len > 0
-  std::vector<CacheBenchResult> agentic;  // on, then off; empty when agentic_sessions == 0
-  bool agentic_same_tokens = false;       // on and off generated the same tokens
-  std::vector<EplbBenchResult> eplb;      // without, then with redundant experts
+  std::vector<PrefillResult> prefill;       // empty unless a hybrid model and prefill_len > 0
+  std::vector<CacheBenchResult> agentic;    // on, then off; empty when agentic_sessions == 0
+  bool agentic_same_tokens = false;         // on and off generated the same tokens
+  std::vector<EplbBenchResult> eplb;        // without, then with redundant experts
   std::vector<SwitchBenchResult> switches;  // (f): bench preset, then the larger one
   std::optional<Calibration> calibration;   // (g)
 };

@@ -3,8 +3,8 @@
 // `moe-engine calibrate`: MeasureLayouts + FitCrossover on a preset or a
 // checkpoint, printed as FormatCalibrationTable's table and then one line of
 // JSON (CalibrationToJson), so the thresholds can be read by eye and by tools.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 

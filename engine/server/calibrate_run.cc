@@ -14,8 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config,
-                                                 ModelRunnerOptions ro,
+Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, ModelRunnerOptions ro,
                                                  const CalibrateRunOptions& o) {
   if (o.batches.size() < 2) return InvalidArgument("calibrate: needs at least 2 batch sizes");
   for (int b : o.batches) {
@@ -91,16 +90,16 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config,
 
 CalibrationRun::CalibrationRun(ModelConfig config, ModelRunnerOptions runner_options,
                                CalibrateRunOptions options) {
-  thread_ = std::thread([this, config = std::move(config), ro = std::move(runner_options),
-                         o = std::move(options)] {
-    Result<std::vector<LatencyPoint>> pts = MeasureLayouts(config, ro, o);
-    if (pts.ok()) {
-      result_ = FitCrossover(std::move(pts).value());
-    } else {
-      result_ = pts.status();
-    }
-    done_.store(true, std::memory_order_release);
-  });
+  thread_ = std::thread(
+      [this, config = std::move(config), ro = std::move(runner_options), o = std::move(options)] {
+        Result<std::vector<LatencyPoint>> pts = MeasureLayouts(config, ro, o);
+        if (pts.ok()) {
+          result_ = FitCrossover(std::move(pts).value());
+        } else {
+          result_ = pts.status();
+        }
+        done_.store(true, std::memory_order_release);
+      });
 }
 
 CalibrationRun::~CalibrationRun() {

@@ -37,8 +37,8 @@ namespace sy::engine {
 
 struct CalibrateRunOptions {
   std::vector<int> batches = {1, 4, 16, 64};
-  int steps = 8;    // timed decode steps per layout and batch
-  int warmup = 2;   // untimed decode steps first
+  int steps = 8;   // timed decode steps per layout and batch
+  int warmup = 2;  // untimed decode steps first
   int prompt_len = 16;
 };
 

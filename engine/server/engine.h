@@ -59,8 +59,8 @@
 #include "engine/model_executor/model_runner.h"
 #include "engine/parallelism/calibrate.h"
 #include "engine/parallelism/switch_policy.h"
-#include "engine/server/calibrate_run.h"
 #include "engine/scheduler/scheduler.h"
+#include "engine/server/calibrate_run.h"
 #include "engine/trace/span_recorder.h"
 #include "engine/workload/workload.h"
 #include "telemetry/control.h"
@@ -249,10 +249,10 @@ class Engine {
   struct RebalanceRun {
     eplb::RebalancePlan plan;
     int64_t start_step = 0;
-    double moe_ms_before = 0;       // mean over the steps before Start
-    double measured_before = 1.0;   // window balancedness of the steps before Start
-    double step_before = 1.0;       // mean per-step balancedness of those steps
-    int64_t measure_at_step = -1;   // publish the "measured" event at this step
+    double moe_ms_before = 0;      // mean over the steps before Start
+    double measured_before = 1.0;  // window balancedness of the steps before Start
+    double step_before = 1.0;      // mean per-step balancedness of those steps
+    int64_t measure_at_step = -1;  // publish the "measured" event at this step
     bool automatic = false;
   };
   std::optional<RebalanceRun> rebalance_;

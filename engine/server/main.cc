@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "engine/eplb/eplb_cli.h"
-#include "engine/server/calibrate_run.h"
 #include "engine/model/config.h"
 #include "engine/pools/pool_sizing.h"
 #include "engine/server/bench.h"
+#include "engine/server/calibrate_run.h"
 #include "engine/server/engine.h"
 #include "engine/server/model_source.h"
 #include "engine/server/model_tools.h"

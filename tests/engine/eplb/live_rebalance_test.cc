@@ -197,8 +197,7 @@ TEST(RebalancePlanTest, RefusesUnevenDevicesAndEmptyWindows) {
   auto stats = ExpertStats::Create(config.layers, config.experts);
   ASSERT_THAT(stats.status(), IsOk());
   const ExpertMap uneven = ExpertMap::RoundRobin(config.layers, 0, config.experts, 3);
-  EXPECT_EQ(PlanRebalance(*stats, uneven, {}, 1).status().code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PlanRebalance(*stats, uneven, {}, 1).status().code(), StatusCode::kFailedPrecondition);
   const ExpertMap even = ExpertMap::RoundRobin(config.layers, 0, config.experts, 4);
   EXPECT_EQ(PlanRebalance(*stats, even, {}, 1).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(InitialPlacement(config.layers, config.experts, 4, 3).status().code(),
@@ -208,8 +207,7 @@ TEST(RebalancePlanTest, RefusesUnevenDevicesAndEmptyWindows) {
 TEST(RebalancePlanTest, InitialPlacementSpreadsReplicasOverDevices) {
   for (const auto& [experts, devices, redundant] :
        std::vector<std::tuple<int, int, int>>{{16, 4, 4}, {16, 4, 8}, {8, 2, 2}, {16, 3, 2}}) {
-    Result<std::vector<std::vector<int>>> rows =
-        InitialPlacement(2, experts, devices, redundant);
+    Result<std::vector<std::vector<int>>> rows = InitialPlacement(2, experts, devices, redundant);
     ASSERT_THAT(rows.status(), IsOk());
     Result<ExpertMap> map = ExpertMap::DeviceMajor(2, 0, experts, devices, *rows);
     ASSERT_THAT(map.status(), IsOk()) << experts << "/" << devices << "+" << redundant;

@@ -21,7 +21,6 @@
 
 namespace sy::engine {
 
-
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -108,6 +107,8 @@ class EngineTest : public ::testing::Test {
   std::function<void(const telemetry::Message&)> on_message_ = [](const telemetry::Message&) {};
 };
 
-inline int64_t StatusStep(const telemetry::CommandReply& r) { return r.result.value("step", int64_t{-1}); }
+inline int64_t StatusStep(const telemetry::CommandReply& r) {
+  return r.result.value("step", int64_t{-1});
+}
 
 }  // namespace sy::engine

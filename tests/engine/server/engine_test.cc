@@ -26,7 +26,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-
 TEST_F(EngineTest, ServesCommandsAndStreamsUntilStopped) {
   auto engine = Engine::Create(Options());
   ASSERT_THAT(engine.status(), IsOk());

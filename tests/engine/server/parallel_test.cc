@@ -72,9 +72,8 @@ TEST_F(ParallelTest, ManualSwitchesFaultAndRefusals) {
       **client, "switch", {{"to", "ep"}, {"inject_fault", {{"layer", 1}, {"phase", "exchange"}}}});
   EXPECT_EQ(bad.error_code, "UNAVAILABLE") << bad.error_message;
   EXPECT_EQ(Call(**client, "status").result["layout"], "TP");
-  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
-    return !switches.empty() && switches.back().phase == "failed";
-  }));
+  ASSERT_TRUE(WaitFor(
+      **sub, [&](const auto&) { return !switches.empty() && switches.back().phase == "failed"; }));
   EXPECT_TRUE(switches.back().detail["rolled_back"].get<bool>());
 
   ASSERT_TRUE(Call(**client, "resume").ok);
@@ -98,8 +97,8 @@ TEST_F(ParallelTest, AutoPolicySwitchesAsTheBurstDrainsAndCalibrateReports) {
   std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
   EXPECT_EQ(Call(**client, "policy", {{"t_high", 0}}).error_code, "INVALID_ARGUMENT");
   EXPECT_EQ(Call(**client, "policy", {{"speed", 1}}).error_code, "INVALID_ARGUMENT");
-  telemetry::CommandReply p = Call(
-      **client, "policy", {{"mode", "auto"}, {"t_high", 8}, {"window", 4}, {"cooldown", 4}});
+  telemetry::CommandReply p =
+      Call(**client, "policy", {{"mode", "auto"}, {"t_high", 8}, {"window", 4}, {"cooldown", 4}});
   ASSERT_TRUE(p.ok) << p.error_message;
   EXPECT_EQ(p.result["mode"], "auto");
   EXPECT_DOUBLE_EQ(p.result["t_low"].get<double>(), 6.4);
@@ -120,9 +119,8 @@ TEST_F(ParallelTest, AutoPolicySwitchesAsTheBurstDrainsAndCalibrateReports) {
     if (e->kind == "calibrate" && e->phase == "done") calibrated = e->detail;
   };
   // 12 running >= T_h keeps EP; as requests finish the mean falls below T_l.
-  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
-    return policy_switch && decision && !calibrated.is_null();
-  }));
+  ASSERT_TRUE(WaitFor(
+      **sub, [&](const auto&) { return policy_switch && decision && !calibrated.is_null(); }));
   EXPECT_EQ(calibrated["points"].size(), 2u);
   EXPECT_THAT(calibrated["table"].get<std::string>(), HasSubstr("TP"));
   (*engine)->RequestStop();
@@ -166,10 +164,12 @@ TEST_F(ParallelTest, AutoPolicyFollowsTheBurstsBothWays) {
       to.push_back(e->detail["to"].get<std::string>());
     }
   };
-  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
-    return std::count(to.begin(), to.end(), "TP") >= 1 &&
-           std::count(to.begin(), to.end(), "EP") >= 1;
-  })) << "switches seen: " << to.size();
+  ASSERT_TRUE(WaitFor(**sub,
+                      [&](const auto&) {
+                        return std::count(to.begin(), to.end(), "TP") >= 1 &&
+                               std::count(to.begin(), to.end(), "EP") >= 1;
+                      }))
+      << "switches seen: " << to.size();
   ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
   EXPECT_THAT(run.get(), IsOk());
   EXPECT_EQ((*engine)->stats().rejected, 0);

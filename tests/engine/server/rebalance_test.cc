@@ -53,7 +53,8 @@ TEST_F(RebalanceTest, DryRunThenLiveMovePublishesEveryPhase) {
       balancedness_layers = x->balancedness.size();
     }
   };
-  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return StatusStep(Call(**client, "status")) >= 8; }));
+  ASSERT_TRUE(
+      WaitFor(**sub, [&](const auto&) { return StatusStep(Call(**client, "status")) >= 8; }));
 
   EXPECT_EQ(Call(**client, "rebalance", {{"dry_run", "yes"}}).error_code, "INVALID_ARGUMENT");
   EXPECT_EQ(Call(**client, "rebalance", {{"policy", "best"}}).error_code, "INVALID_ARGUMENT");
@@ -70,9 +71,9 @@ TEST_F(RebalanceTest, DryRunThenLiveMovePublishesEveryPhase) {
   ASSERT_TRUE(live.ok) << live.error_message;
   EXPECT_TRUE(live.result["started"].get<bool>());
   // Serving and commands go on while it moves; it ends with a measurement.
-  ASSERT_TRUE(WaitFor(**sub, [&](const auto&) {
-    return !events.empty() && events.back().phase == "measured";
-  })) << "events seen: " << events.size();
+  ASSERT_TRUE(WaitFor(
+      **sub, [&](const auto&) { return !events.empty() && events.back().phase == "measured"; }))
+      << "events seen: " << events.size();
   std::vector<std::string> phases;
   for (const telemetry::Event& e : events) phases.push_back(e.phase);
   EXPECT_EQ(phases.front(), "planned");
