@@ -9,6 +9,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
+
 namespace sy::engine::eplb {
 namespace {
 
@@ -33,56 +35,6 @@ double MeanOverMax(std::span<const int64_t> device_load) {
   return static_cast<double>(sum) / static_cast<double>(device_load.size()) /
          static_cast<double>(max);
 }
-
-Status WriteError(const std::string& path, const std::string& what, int err) {
-  std::string m = "writing expert stats to " + path + ": " + what + ": " + std::strerror(err);
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return ResourceExhausted(m + " (disk full?)");
-  return Unavailable(std::move(m));
-}
-
-// Owns the temporary file beside the target until Commit renames it.
-class TempFile {
- public:
-  explicit TempFile(std::string target) : target_(std::move(target)) {}
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!tmp_.empty()) ::unlink(tmp_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  Status Create() {
-    std::string templ = target_ + ".tmp.XXXXXX";
-    fd_ = ::mkstemp(templ.data());
-    if (fd_ < 0) return WriteError(target_, "cannot create a temporary file", errno);
-    tmp_ = templ;
-    return Status::Ok();
-  }
-  Status Write(const std::string& data) {
-    size_t off = 0;
-    while (off < data.size()) {
-      const ssize_t w = ::write(fd_, data.data() + off, data.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return WriteError(target_, "write", errno);
-      off += static_cast<size_t>(w);
-    }
-    return Status::Ok();
-  }
-  Status Commit() {
-    if (::fsync(fd_) != 0) return WriteError(target_, "fsync", errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) return WriteError(target_, "close", errno);
-    if (::rename(tmp_.c_str(), target_.c_str()) != 0) return WriteError(target_, "rename", errno);
-    tmp_.clear();
-    return Status::Ok();
-  }
-
- private:
-  std::string target_;
-  std::string tmp_;
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -446,9 +398,9 @@ Status ExpertStats::DumpJson(const std::string& path, int window, const Placemen
                              int hottest_k) const {
   ASSIGN_OR_RETURN(std::string text, ToJson(window, p, hottest_k));
   text += '\n';
-  TempFile tmp(path);
+  AtomicFile tmp(path, "expert stats to ");
   RETURN_IF_ERROR(tmp.Create());
-  RETURN_IF_ERROR(tmp.Write(text));
+  RETURN_IF_ERROR(tmp.Write(text.data(), text.size()));
   return tmp.Commit();
 }
 

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
+
 namespace sy::engine {
 
 namespace {
@@ -157,62 +159,6 @@ Status ParseEntry(const std::string& path, const std::string& name, const json& 
 }
 
 // Writes all of [p, p+n) to fd, retrying short writes and EINTR.
-bool WriteAll(int fd, const void* p, size_t n, int* err) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      *err = errno;
-      return false;
-    }
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-Status WriteError(const std::string& path, const std::string& what, int err) {
-  const std::string m = "writing " + path + ": " + what + ": " + Errno(err);
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return ResourceExhausted(m + " (disk full?)");
-  return Unavailable(m);
-}
-
-// Owns the temporary file until Commit renames it into place.
-class TempFile {
- public:
-  explicit TempFile(std::string target) : target_(std::move(target)) {}
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!tmp_.empty()) ::unlink(tmp_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  Status Create() {
-    std::string templ = target_ + ".tmp.XXXXXX";
-    fd_ = ::mkstemp(templ.data());
-    if (fd_ < 0) return WriteError(target_, "cannot create a temporary file", errno);
-    tmp_ = templ;
-    return Status::Ok();
-  }
-  int fd() const { return fd_; }
-  Status Commit() {
-    if (::fsync(fd_) != 0) return WriteError(target_, "fsync", errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) return WriteError(target_, "close", errno);
-    if (::rename(tmp_.c_str(), target_.c_str()) != 0) return WriteError(target_, "rename", errno);
-    tmp_.clear();
-    return Status::Ok();
-  }
-
- private:
-  std::string target_;
-  std::string tmp_;
-  int fd_ = -1;
-};
-
 }  // namespace
 
 const char* DTypeName(DType d) {
@@ -401,29 +347,26 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<uint8_t>(static_cast<uint64_t>(hs.size()) >> (8 * i));
 
-  TempFile tmp(path);
+  AtomicFile tmp(path);
   RETURN_IF_ERROR(tmp.Create());
-  int err = 0;
-  if (!WriteAll(tmp.fd(), len, 8, &err) || !WriteAll(tmp.fd(), hs.data(), hs.size(), &err)) {
-    return WriteError(path, "header", err);
-  }
+  RETURN_IF_ERROR(tmp.Write(len, 8, "header"));
+  RETURN_IF_ERROR(tmp.Write(hs.data(), hs.size(), "header"));
   constexpr size_t kChunk = 1 << 16;
   std::vector<uint16_t> buf;
   for (const TensorToWrite& t : tensors) {
     size_t n = 1;
     for (int64_t d : t.shape) n *= static_cast<size_t>(d);
-    bool ok = true;
+    const std::string what = "tensor '" + t.name + "'";
     if (dtype == DType::kF32) {
-      ok = WriteAll(tmp.fd(), t.data, n * 4, &err);
-    } else {
-      for (size_t i = 0; ok && i < n; i += kChunk) {
-        const size_t m = std::min(kChunk, n - i);
-        buf.resize(m);
-        for (size_t j = 0; j < m; ++j) buf[j] = FloatToBf16(t.data[i + j]);
-        ok = WriteAll(tmp.fd(), buf.data(), m * 2, &err);
-      }
+      RETURN_IF_ERROR(tmp.Write(t.data, n * 4, what));
+      continue;
     }
-    if (!ok) return WriteError(path, "tensor '" + t.name + "'", err);
+    for (size_t i = 0; i < n; i += kChunk) {
+      const size_t m = std::min(kChunk, n - i);
+      buf.resize(m);
+      for (size_t j = 0; j < m; ++j) buf[j] = FloatToBf16(t.data[i + j]);
+      RETURN_IF_ERROR(tmp.Write(buf.data(), m * 2, what));
+    }
   }
   return tmp.Commit();
 }
