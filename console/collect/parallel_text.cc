@@ -52,10 +52,18 @@ std::vector<LogLine> SwitchLines(const telemetry::Event& e) {
         Fixed(JsonNum(d, "weights_ms")) + " ms (" + Fixed(JsonNum(d, "gbps")) + " GB/s: permute " +
         Fixed(JsonNum(d, "permute_ms")) + ", exchange " + Fixed(JsonNum(d, "exchange_ms")) +
         ", place " + Fixed(JsonNum(d, "place_ms")) + "), state " + Fixed(JsonNum(d, "state_ms")) +
-        ", other " + Fixed(JsonNum(d, "other_ms"));
+        " ms (" + std::to_string(JsonInt(d, "kv_pages")) + " pages, " +
+        std::to_string(JsonInt(d, "state_slots")) + " slots, " +
+        FormatMoveBytes(JsonInt(d, "state_bytes")) + "), other " + Fixed(JsonNum(d, "other_ms"));
     if (JsonNum(d, "rollback_ms") > 0) text += ", rollback " + Fixed(JsonNum(d, "rollback_ms"));
     text += "; " + FormatMoveBytes(JsonInt(d, "bytes")) + ", " +
             std::to_string(JsonInt(d, "layers")) + " layers" + Why(d);
+    // TP -> EP re-homed requests first (Algorithm 4).
+    if (const auto it = d.find("rehome"); it != d.end() && it->is_object()) {
+      text += "; re-homed " + std::to_string(JsonInt(*it, "moved")) + " of " +
+              std::to_string(JsonInt(*it, "requests")) + " requests (" +
+              std::to_string(JsonInt(*it, "moved_pages")) + " pages)";
+    }
     return {LogLine{t, LogLevel::kInfo, std::move(text)}};
   }
   const std::string error = JsonStr(d, "error").empty() ? e.message : JsonStr(d, "error");

@@ -34,8 +34,26 @@
 // Spans per call (tokens, FLOPs, bytes estimated like the MHA spans):
 // "linear_proj" (q/k/v/f/g/b GEMMs and the gates), "short_conv" (KDA: conv,
 // SiLU, L2 norm), "kda_chunk" / "kda_recurrent" / "gla_chunk" /
-// "gla_recurrent" (the core; one span per form a step uses), "linear_out"
-// (gated RMSNorm and o_proj with the residual add).
+// "gla_recurrent" (the core, with GLA's q scale; one span per form a step
+// uses), "linear_out" (gated RMSNorm and o_proj with the residual add).
+// ForwardTp adds the comm spans "linear_tp_scatter" and "linear_tp_gather"
+// and counts the conv and core spans over all homes' rows and its heads.
+//
+// Tensor parallel (ForwardTp, tp_batch.h): the layer runs in three stages,
+// and Forward runs the same three over all heads of its own rows:
+//   home      Project: the q/k/v/f/g/b GEMMs, the decay g and beta
+//   per head  ConvNormCore over a block of heads: fresh seqs' state zeroed,
+//             the short conv (continuing and advancing the conv state's
+//             channels of those heads), q/k norm, the core, checkpoints
+//   home      Out: gated RMSNorm per head over the whole row, o_proj
+// Under TP an all-to-all ("linear_tp_scatter") sends rank r, per token, its
+// heads' raw q, k, v channels, g and beta, and another ("linear_tp_gather")
+// brings each home its tokens' per-head outputs. Every per-head and
+// per-channel operation is the same call on the same values in both paths
+// (the vector helpers run one head's d channels per call, so no element's
+// rounding depends on where a block starts), hence ForwardTp over P
+// sharded pools gives outputs and states bit-identical to Forward on the P
+// homes' unsharded pools.
 //
 // Scratch lives in members and only grows, so steps allocate nothing once
 // the largest step shape has been seen.
@@ -57,6 +75,8 @@
 //
 //   LinearAttention lin(config);
 //   lin.Forward(w.linear, state_layer, layer, xn, tokens, seqs, &state_pool, x, &recorder);
+//   // TP: on every rank r, pool sharded P ways, tp from the device worker
+//   lin.ForwardTp(w.linear, state_layer, layer, xn, tp.rows_of(r), tp, &state_pool, x, &recorder);
 //
 // Thread-safety: one instance per device worker, used on that thread only.
 #pragma once
@@ -66,6 +86,7 @@
 #include <vector>
 
 #include "engine/attention/seq_rows.h"
+#include "engine/attention/tp_batch.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 #include "engine/pools/state_pool.h"
@@ -97,31 +118,79 @@ class LinearAttention {
   void Forward(const LinearAttnWeights& w, int state_layer, int layer, const float* x, int tokens,
                std::span<const SeqRows> seqs, StatePool* pool, float* out, SpanRecorder* rec);
 
+  // The same layer with attention tensor parallel (tp_batch.h): x / out are
+  // this rank's own rows [tokens x H] (tokens == tp.rows_of(tp.rank), may be
+  // 0); pool is sharded tp.parts() ways and holds this rank's block (heads
+  // [r heads/P, (r+1) heads/P)) of every home's slots; tp.all's slot ids are
+  // storage slots. Runs the projections and o_proj for this rank's rows and
+  // the per-head work of its heads for every seq of every home. A
+  // collective: every rank calls it, in the same layer order, even with no
+  // rows. Outputs and states are bit-identical to Forward per home.
+  // REQUIRES: as Forward for tp.all (rows in the global packing, storage
+  // slots < pool->storage_slots()); tp.parts() divides config.heads;
+  // pool->shards() == tp.parts().
+  void ForwardTp(const LinearAttnWeights& w, int state_layer, int layer, const float* x, int tokens,
+                 const TpBatch& tp, StatePool* pool, float* out, SpanRecorder* rec);
+
  private:
+  // The heads [h0, h0 + n) the per-head stage runs: all of them under EP,
+  // this rank's block under TP. dl = n * linear_head_dim channels.
+  struct Heads {
+    int h0 = 0;
+    int n = 0;
+  };
+
+  // Home stage over `tokens` rows of x: leaves the raw (pre-conv) q, k, v
+  // and the log-decay g as four [T x D] blocks of proj_, beta [T x heads] in
+  // beta_ (KDA) and x W_g [T x D] after x W_f in gate_.
+  void Project(const LinearAttnWeights& w, int layer, const float* x, int tokens,
+               SpanRecorder* rec);
+  // The log-decay g from x W_f into proj_'s fourth block; beta in place.
+  void Gates(const LinearAttnWeights& w, int tokens);
+  // Per-head stage over the heads `hb` of `rows` core rows: core_ is [rows x
+  // 5 dl], q | k | v | g | o of those heads, holding the raw q, k, v and g on
+  // entry and the core input / output on return; beta [rows x hb.n]. Zeroes
+  // fresh seqs' state, runs the short conv (KDA), the q/k norm and the core
+  // of every seq (rows index core rows; slots are pool's, whose
+  // state_floats() / conv_floats() are exactly those heads' share).
+  void ConvNormCore(const LinearAttnWeights& w, int state_layer, int layer, Heads hb, int rows,
+                    std::span<const SeqRows> seqs, const float* beta, StatePool* pool,
+                    SpanRecorder* rec);
   // Prefill rows of a seq take the chunk-wise form unless options force the recurrence.
   bool UsesChunked(const SeqRows& seq) const;
-  // KDA: causal depthwise conv + SiLU of the raw q|k|v projections (proj_) into
-  // the core rows (o_), reading and advancing each seq's conv state (and
+  // KDA: causal depthwise conv + SiLU of the raw q|k|v channels of `hb` in
+  // place in core_, reading and advancing each seq's conv state (and
   // snapshotting it at a seq's checkpoint).
-  void ShortConv(const LinearAttnWeights& w, int state_layer, int tokens,
+  void ShortConv(const LinearAttnWeights& w, int state_layer, Heads hb,
                  std::span<const SeqRows> seqs, StatePool* pool);
-  // In place on the core rows: L2 norm (KDA) of q and k, 1/sqrt(d) of q.
-  void NormalizeQk(int tokens);
-  // The log-decay g from x W_f into the core rows; beta = sigmoid(x W_b) in place.
-  void Gates(const LinearAttnWeights& w, int tokens);
+  // In place on core rows [from, from + n): L2 norm (KDA) of q and k, 1/sqrt(d) of q.
+  void NormalizeQk(Heads hb, int from, int n);
   // One seq's heads through the chunk-wise form or the recurrence, split at
   // its checkpoint if it has one.
-  void RunCore(const SeqRows& seq, int state_layer, bool chunked, StatePool* pool);
+  void RunCore(const SeqRows& seq, int state_layer, Heads hb, const float* beta, bool chunked,
+               StatePool* pool);
+  // Home stage: gated RMSNorm per head of o (tokens rows of D, row stride
+  // o_stride) times sigmoid(x W_g), then out += that W_o.
+  void Out(const LinearAttnWeights& w, int layer, int tokens, const float* o, int o_stride,
+           float* out, SpanRecorder* rec);
+  // TP (linear_tp.cc): the all-to-all of each rank's share of this home's
+  // projections into core_ / tbeta_, and of the core outputs back into
+  // proj_'s second block [tokens x D].
+  void Scatter(const TpBatch& tp, int tokens, Heads hb, int layer, SpanRecorder* rec);
+  void Gather(const TpBatch& tp, int tokens, Heads hb, int layer, SpanRecorder* rec);
 
   const ModelConfig config_;
   const LinearAttentionOptions options_;
   // Scratch reused across layers and steps (capacity only grows), so a step
   // allocates nothing once the largest step shape has been seen:
-  // proj_ raw q|k|v [3 x T x D] (later the gated output), gate_ x W_f | x W_g
-  // [2 x T x D], beta_ [T x heads], o_ the core rows [T x 5D] (q|k|v|g|o),
-  // conv_ tap-major conv weights + one seq's conv window, chunk_scratch_ the
-  // chunk-wise form's blocks.
-  std::vector<float> proj_, gate_, beta_, o_, conv_, chunk_scratch_;
+  // proj_ raw q|k|v and g [4 x T x D] (later the gated output and, under TP,
+  // the gathered core outputs), gate_ x W_f | x W_g [2 x T x D], beta_
+  // [T x heads], core_ the core rows [rows x 5 dl] (q|k|v|g|o), tbeta_ the
+  // core rows' beta under TP, conv_ tap-major conv weights + one seq's conv
+  // window, chunk_scratch_ the chunk-wise form's blocks; send_ / recv_ the
+  // TP all-to-all buffers.
+  std::vector<float> proj_, gate_, beta_, core_, tbeta_, conv_, chunk_scratch_;
+  std::vector<std::vector<float>> send_, recv_;
 };
 
 // The recurrence cores, for one head over T tokens, exposed for tests and

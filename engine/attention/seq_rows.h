@@ -28,4 +28,10 @@ struct SeqRows {
   int checkpoint_at = 0;
 };
 
+// Sum over a seq's n new tokens of their context lengths (start_pos + i + 1):
+// the cached rows its attention reads, for span FLOP / byte estimates.
+inline int64_t CtxSum(int start_pos, int n) {
+  return static_cast<int64_t>(n) * start_pos + static_cast<int64_t>(n) * (n + 1) / 2;
+}
+
 }  // namespace sy::engine

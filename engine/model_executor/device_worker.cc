@@ -21,18 +21,15 @@ DeviceWorker::DeviceWorker(const ModelConfig& config, const ModelRunnerOptions& 
       rank_(rank),
       map_(map),
       comm_(comm),
-      shape_{config.heads, config.kv_heads, config.head_dim},
-      q_cols_(config.heads * config.head_dim),
-      kv_cols_(config.kv_heads * config.head_dim),
-      qkv_cols_(q_cols_ + 2 * kv_cols_),
       recorder_(rank, epoch),
       moe_(config, rank, map, comm,
            RouterSkew{.skew = options.router_skew, .drift_steps = options.skew_drift_steps}),
-      rope_(config.max_seq, config.hybrid() ? 2 : config.head_dim, config.rope_theta),
       first_moe_(std::min(config.first_k_dense_replace, config.layers)),
       slots_(map->device_slots(rank)) {
+  if (!config.hybrid()) mha_ = std::make_unique<MhaAttention>(config);
   if (config.hybrid()) {
-    mla_ = std::make_unique<MlaAttention>(config);
+    // EP computes MLA scores in the same P latent blocks TP splits them into.
+    mla_ = std::make_unique<MlaAttention>(config, comm->size());
     linear_ = std::make_unique<LinearAttention>(
         config,
         LinearAttentionOptions{.chunk = options.linear_chunk, .prefill = options.linear_prefill});
@@ -75,6 +72,7 @@ void DeviceWorker::Build() {
   so.layers = config_.linear_layers();
   so.state_floats = config_.state_floats_per_layer() - config_.conv_state_floats();
   so.conv_floats = config_.conv_state_floats();
+  so.conv_groups = so.conv_floats > 0 ? 3 * (config_.conv_kernel - 1) : 0;
   state_pool_ = std::make_unique<StatePool>(so);
 }
 
@@ -107,7 +105,8 @@ Status DeviceWorker::BuildExperts() {
 
 DeviceSwitch DeviceWorker::Reshard(ParallelMode target, const FaultPlan* fault) {
   assert(expert_buffer_ != nullptr);
-  DeviceSwitch out = ReshardDevice(expert_buffer_.get(), target, comm_, fault, /*rec=*/nullptr);
+  DeviceSwitch out = ReshardDevice(expert_buffer_.get(), pool_.get(), state_pool_.get(), target,
+                                   comm_, fault, /*rec=*/nullptr);
   if (!out.status.ok() || expert_buffer_->mode() != ParallelMode::kTP) return out;
   // The EP views stay valid (EP addresses never move); the TP alias is read
   // through views made once per switch.
@@ -141,8 +140,6 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   const size_t rows = static_cast<size_t>(tokens);
   x_.resize(rows * h);
   xn_.resize(rows * h);
-  qkv_.resize(rows * qkv_cols_);
-  attn_.resize(rows * q_cols_);
   moe_out_.resize(rows * h);
 
   seq_rows_.clear();
@@ -161,40 +158,55 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   moe_.set_step(batch.step);
   const bool tp = expert_buffer_ != nullptr && expert_buffer_->mode() == ParallelMode::kTP;
   if (tp) tp_moe_->set_step(batch.step);
-  CopyCheckpoints(batch, local);
+  // The attention state follows the expert layout (parallel_switch.h).
+  assert(pool_->shards() == (tp ? comm_->size() : 1));
+  if (tp) BuildTpRows(batch);
+  const TpBatch tpb{.rank = rank_,
+                    .comm = comm_,
+                    .all = tp_all_,
+                    .home = tp_home_,
+                    .home_row = tp_home_row_,
+                    .local = tp_local_};
+  CopyCheckpoints(batch, tp);
   Embed(batch, local, tokens);
   for (int l = 0; l < config_.layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
-    if (tokens > 0) {
+    // Under TP every device joins each attention layer's collectives, also
+    // without rows of its own: it runs its heads for the other homes' rows.
+    if (tokens > 0 || tp) {
       {
         SpanRecorder::Scope s(&recorder_, "rmsnorm_attn", l, tokens, 4LL * tokens * h,
                               kF * (2LL * tokens * h + h));
         RmsNorm(x_.data(), w.attn_norm.data(), tokens, h, config_.rms_eps, xn_.data());
       }
       switch (config_.attention(l)) {
-        case AttentionKind::kMha: {
-          SpanRecorder::Scope s(&recorder_, "qkv_proj", l, tokens, 2LL * tokens * h * qkv_cols_,
-                                kF * (static_cast<int64_t>(h) * qkv_cols_ +
-                                      static_cast<int64_t>(tokens) * (h + qkv_cols_)));
-          Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), tokens, h, qkv_cols_);
-        }
-          Attention(l, batch, local, tokens);
-          {
-            // The residual add is fused into the GEMM (beta = 1).
-            SpanRecorder::Scope s(&recorder_, "o_proj", l, tokens, 2LL * tokens * q_cols_ * h,
-                                  kF * (static_cast<int64_t>(q_cols_) * h +
-                                        static_cast<int64_t>(tokens) * (q_cols_ + 2 * h)));
-            Gemm(attn_.data(), w.wo.data(), x_.data(), tokens, q_cols_, h, /*accumulate=*/true);
+        case AttentionKind::kMha:
+          if (tp) {
+            mha_->ForwardTp(w, kv_layer_[l], l, xn_.data(), tokens, tpb, pool_.get(), x_.data(),
+                            &recorder_);
+          } else {
+            mha_->Forward(w, kv_layer_[l], l, xn_.data(), tokens, seq_rows_, pool_.get(), x_.data(),
+                          &recorder_);
           }
           break;
         case AttentionKind::kMla:
-          mla_->Forward(w.mla, kv_layer_[l], l, xn_.data(), tokens, seq_rows_, pool_.get(),
-                        x_.data(), &recorder_);
+          if (tp) {
+            mla_->ForwardTp(w.mla, kv_layer_[l], l, xn_.data(), tokens, tpb, pool_.get(), x_.data(),
+                            &recorder_);
+          } else {
+            mla_->Forward(w.mla, kv_layer_[l], l, xn_.data(), tokens, seq_rows_, pool_.get(),
+                          x_.data(), &recorder_);
+          }
           break;
         case AttentionKind::kKda:
         case AttentionKind::kGla:
-          linear_->Forward(w.linear, state_layer_[l], l, xn_.data(), tokens, seq_rows_,
-                           state_pool_.get(), x_.data(), &recorder_);
+          if (tp) {
+            linear_->ForwardTp(w.linear, state_layer_[l], l, xn_.data(), tokens, tpb,
+                               state_pool_.get(), x_.data(), &recorder_);
+          } else {
+            linear_->Forward(w.linear, state_layer_[l], l, xn_.data(), tokens, seq_rows_,
+                             state_pool_.get(), x_.data(), &recorder_);
+          }
           break;
       }
       {
@@ -222,15 +234,65 @@ void DeviceWorker::Forward(const BatchInput& batch, const std::vector<int>& loca
   Head(batch, local, want_logits, sink);
 }
 
-void DeviceWorker::CopyCheckpoints(const BatchInput& batch, const std::vector<int>& local) {
-  int copies = 0;
-  for (int idx : local) copies += batch.seqs[idx].state_copy_from >= 0 ? 1 : 0;
+void DeviceWorker::CopyCheckpoints(const BatchInput& batch, bool tp) {
+  // Under TP this device holds its block of every home's slots, so it copies
+  // its block for every seq of the step, at storage ids (state_pool.h).
+  const auto mine = [&](const SeqInput& seq) {
+    return seq.state_copy_from >= 0 && (tp || seq.device == rank_);
+  };
+  int64_t copies = 0;
+  for (const SeqInput& seq : batch.seqs) copies += mine(seq) ? 1 : 0;
   if (copies == 0) return;
   SpanRecorder::Scope s(&recorder_, "state_copy", -1, /*tokens=*/0, /*flops=*/0,
-                        2LL * copies * state_pool_->slot_bytes());
-  for (int idx : local) {
-    const SeqInput& seq = batch.seqs[idx];
-    if (seq.state_copy_from >= 0) state_pool_->Copy(seq.state_copy_from, seq.state_slot);
+                        2LL * copies * state_pool_->slot_floats() * kF);
+  const int slots = state_pool_->slots();
+  for (const SeqInput& seq : batch.seqs) {
+    if (!mine(seq)) continue;
+    const int base = tp ? seq.device * slots : 0;
+    state_pool_->Copy(base + seq.state_copy_from, base + seq.state_slot);
+  }
+}
+
+void DeviceWorker::BuildTpRows(const BatchInput& batch) {
+  const int parts = comm_->size();
+  const int pages = pool_->num_pages(), slots = state_pool_->slots();
+  tp_home_row_.assign(parts + 1, 0);
+  for (const SeqInput& seq : batch.seqs) {
+    tp_home_row_[seq.device + 1] += static_cast<int>(seq.tokens.size());
+  }
+  for (int d = 0; d < parts; ++d) tp_home_row_[d + 1] += tp_home_row_[d];
+  tp_pages_.resize(batch.seqs.size());
+  tp_all_.clear();
+  tp_home_.clear();
+  tp_local_.clear();
+  // Home-major, each home's seqs in batch order: the order every home packs
+  // its own rows in (ModelRunner hands each device its seqs in batch order).
+  size_t k = 0;
+  for (int d = 0; d < parts; ++d) {
+    int row = tp_home_row_[d];
+    for (const SeqInput& seq : batch.seqs) {
+      if (seq.device != d) continue;
+      std::vector<int32_t>& table = tp_pages_[k++];
+      table.resize(seq.pages.size());
+      for (size_t i = 0; i < seq.pages.size(); ++i) table[i] = d * pages + seq.pages[i];
+      const int n = static_cast<int>(seq.tokens.size());
+      const SeqRows r{
+          .row = row,
+          .n = n,
+          .start_pos = seq.start_pos,
+          .pages = table.data(),
+          .state_slot = seq.state_slot >= 0 ? d * slots + seq.state_slot : -1,
+          .checkpoint_slot = seq.checkpoint_slot >= 0 ? d * slots + seq.checkpoint_slot : -1,
+          .checkpoint_at = seq.checkpoint_slot >= 0 ? seq.checkpoint_len - seq.start_pos : 0};
+      tp_all_.push_back(r);
+      tp_home_.push_back(d);
+      if (d == rank_) {
+        SeqRows mine = r;
+        mine.row -= tp_home_row_[d];
+        tp_local_.push_back(mine);
+      }
+      row += n;
+    }
   }
 }
 
@@ -253,43 +315,6 @@ void DeviceWorker::Embed(const BatchInput& batch, const std::vector<int>& local,
       dst += h;
     }
   }
-}
-
-void DeviceWorker::Attention(int layer, const BatchInput& batch, const std::vector<int>& local,
-                             int tokens) {
-  {
-    SpanRecorder::Scope s(&recorder_, "rope", layer, tokens, 3LL * tokens * (q_cols_ + kv_cols_),
-                          kF * 2LL * tokens * (q_cols_ + kv_cols_));
-    for (size_t i = 0; i < local.size(); ++i) {
-      const SeqInput& seq = batch.seqs[local[i]];
-      for (int r = row_begin_[i]; r < row_begin_[i + 1]; ++r) {
-        float* row = &qkv_[static_cast<size_t>(r) * qkv_cols_];
-        const int pos = seq.start_pos + (r - row_begin_[i]);
-        rope_.Apply(row, config_.heads, pos);
-        rope_.Apply(row + q_cols_, config_.kv_heads, pos);
-      }
-    }
-  }
-  int64_t flops = 0, bytes = 0;
-  SpanRecorder::Scope s(&recorder_, "attention", layer, tokens);
-  for (size_t i = 0; i < local.size(); ++i) {
-    const SeqInput& seq = batch.seqs[local[i]];
-    const int n = static_cast<int>(seq.tokens.size());
-    const float* row = &qkv_[static_cast<size_t>(row_begin_[i]) * qkv_cols_];
-    WriteKv(*pool_, layer, seq.pages.data(), seq.start_pos, n, row + q_cols_,
-            row + q_cols_ + kv_cols_, qkv_cols_, shape_);
-    const size_t need = static_cast<size_t>(config_.heads) * (seq.start_pos + n);
-    if (scores_.size() < need) scores_.resize(need);
-    PagedAttention(*pool_, layer, seq.pages.data(), seq.start_pos, n, row, qkv_cols_, shape_,
-                   scores_.data(), &attn_[static_cast<size_t>(row_begin_[i]) * q_cols_], q_cols_);
-    flops += AttentionFlops(seq.start_pos, n, shape_);
-    // Each new token reads K and V of its whole context.
-    const int64_t ctx_sum =
-        static_cast<int64_t>(n) * seq.start_pos + static_cast<int64_t>(n) * (n + 1) / 2;
-    bytes += kF * (2LL * ctx_sum * kv_cols_ + 2LL * n * (q_cols_ + kv_cols_));
-  }
-  s.set_flops(flops);
-  s.set_bytes(bytes);
 }
 
 void DeviceWorker::Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,

@@ -11,9 +11,13 @@
 //   state_copy_from into its state_slot) -> embed -> L x [rmsnorm_attn, attention(+residual),
 //   rmsnorm_ffn, FFN(+residual)]
 //   -> final_norm, lm_head, sample on the last token of each sequence that needs it.
-// Attention by the layer's kind (config.attention(l)): MHA (qkv_proj, rope,
-// paged attention over K/V, o_proj), MLA (attention/mla.h, the latent KV
-// pool), KDA/GLA (attention/linear_attention.h, the recurrent-state pool).
+// Attention by the layer's kind (config.attention(l)): MHA (attention/mha.h,
+// paged K/V), MLA (attention/mla.h, the latent KV pool), KDA/GLA
+// (attention/linear_attention.h, the recurrent-state pool). In the TP
+// layout each kind runs its ForwardTp over a TpBatch of every seq of the
+// step (attention/tp_batch.h): the pools are read sharded (this device's
+// block of every home's pages and slots) and every device joins every
+// attention layer, rows or not.
 // FFN: EP MoE (router, dispatch, expert_ffn, combine, shared_expert) or, for
 // the first first_k_dense_replace layers, a dense SwiGLU MLP. A seq's
 // checkpoint_slot / checkpoint_len reach the linear layers as SeqRows'
@@ -32,8 +36,8 @@
 // expert move (UnifiedExpertBuffer::CommitStaged copies in place).
 //
 // Parallel mode (ModelRunner::SwitchParallelism): the buffer's mode is the
-// device's layout. EP runs the MoE layers with EpMoeLayer over expert_views_;
-// TP with TpMoeLayer over tp_views_ (E slices per MoE layer into the
+// device's layout, and the pools' shards follow it (1 in EP, P in TP). EP runs the MoE layers with
+// EpMoeLayer over expert_views_; TP with TpMoeLayer over tp_views_ (E slices per MoE layer into the
 // buffer's TP alias), built by Reshard after each switch to TP. Expert
 // counts are taken at routing time on the home device in both modes, so
 // they are the same whatever the layout.
@@ -50,8 +54,10 @@
 #include <vector>
 
 #include "engine/attention/linear_attention.h"
+#include "engine/attention/mha.h"
 #include "engine/attention/mla.h"
 #include "engine/attention/seq_rows.h"
+#include "engine/attention/tp_batch.h"
 #include "engine/distributed/inproc_communicator.h"
 #include "engine/model/attention.h"
 #include "engine/model/config.h"
@@ -109,10 +115,13 @@ class DeviceWorker {
   DeviceSwitch Reshard(ParallelMode target, const FaultPlan* fault);
 
  private:
-  // Seeds each seq's state_slot from its prefix-cache checkpoint, if any.
-  void CopyCheckpoints(const BatchInput& batch, const std::vector<int>& local);
+  // Seeds each seq's state_slot from its prefix-cache checkpoint, if any:
+  // this device's seqs, or under TP its block of every seq's.
+  void CopyCheckpoints(const BatchInput& batch, bool tp);
+  // The step's TpBatch rows (tp_batch.h): every seq, home-major, with
+  // storage page tables and slots.
+  void BuildTpRows(const BatchInput& batch);
   void Embed(const BatchInput& batch, const std::vector<int>& local, int tokens);
-  void Attention(int layer, const BatchInput& batch, const std::vector<int>& local, int tokens);
   void DenseMlp(int layer, const LayerWeights& w, int tokens);
   void Head(const BatchInput& batch, const std::vector<int>& local, bool want_logits,
             const StepSink& sink);
@@ -125,20 +134,22 @@ class DeviceWorker {
   const int rank_;
   const ExpertMap* map_;
   InProcCommunicator* comm_;
-  const AttentionShape shape_;
-  const int q_cols_, kv_cols_, qkv_cols_;
   SpanRecorder recorder_;
   EpMoeLayer moe_;
   std::unique_ptr<TpMoeLayer> tp_moe_;  // made at the first switch to TP
-  RopeTable rope_;
   ModelWeights weights_;
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<StatePool> state_pool_;
+  std::unique_ptr<MhaAttention> mha_;        // non-hybrid models only
   std::unique_ptr<MlaAttention> mla_;        // hybrid models only
   std::unique_ptr<LinearAttention> linear_;  // hybrid models only
   std::vector<int> kv_layer_, state_layer_;  // per layer: index in its pool, or -1
   std::vector<SeqRows> seq_rows_;            // this step's local seqs
-  const int first_moe_;                      // first MoE layer (= first_k_dense_replace)
+  // Under TP (BuildTpRows): every seq of the step, home-major.
+  std::vector<SeqRows> tp_all_, tp_local_;
+  std::vector<int> tp_home_, tp_home_row_;
+  std::vector<std::vector<int32_t>> tp_pages_;  // storage page tables of tp_all_
+  const int first_moe_;                         // first MoE layer (= first_k_dense_replace)
   std::unique_ptr<UnifiedExpertBuffer> expert_buffer_;
   const int slots_;                       // this device's expert slots per layer
   std::vector<SwigluView> expert_views_;  // [MoE layers x slots_]
@@ -147,7 +158,7 @@ class DeviceWorker {
 
   // Scratch reused across steps; capacity only grows.
   std::vector<int> row_begin_;  // first row of each local seq
-  std::vector<float> x_, xn_, qkv_, attn_, moe_out_, scores_, mlp_scratch_;
+  std::vector<float> x_, xn_, moe_out_, mlp_scratch_;
   std::vector<float> head_in_, logits_, sample_scratch_;
 };
 

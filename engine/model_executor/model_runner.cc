@@ -231,6 +231,17 @@ class ModelRunnerImpl final : public ModelRunner {
     return last_switch_;
   }
 
+  Status MoveRequestState(const std::vector<StateMove>& moves) override {
+    RETURN_IF_ERROR(poisoned_);
+    std::vector<KvPool*> kv;
+    std::vector<StatePool*> state;
+    for (int d = 0; d < devices(); ++d) {
+      kv.push_back(&kv_pool(d));
+      state.push_back(&state_pool(d));
+    }
+    return engine::MoveRequestState(moves, kv, state);
+  }
+
  private:
   enum class JobKind { kBuild, kForward, kReshard };
   struct Job {

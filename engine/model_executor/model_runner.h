@@ -10,9 +10,11 @@
 // each of its top-k experts, computed there, and combined back
 // (all-to-all) to its home device. Embedding, attention, norms, router, the
 // shared expert and the LM head are replicated on every device.
-// SwitchParallelism moves the routed experts to the tensor-parallel layout
-// (every device a 1/P slice of every expert, partials all-reduced) and back,
-// between steps; outputs are bit-identical in both layouts.
+// SwitchParallelism moves the engine to the tensor-parallel layout (every
+// device a 1/P slice of every expert, partials all-reduced; attention state
+// split by head, or MLA latent column, over all devices, attention/
+// tp_batch.h) and back, between steps; outputs are bit-identical in both
+// layouts.
 //
 //   auto runner = ModelRunner::Create(config, {.devices = 4, .seed = 1});
 //   StepOutput out = runner->Step(batch, TraceLevel::kFull).value();
@@ -36,6 +38,7 @@
 #include "engine/moe/expert_map.h"
 #include "engine/parallelism/expert_buffer.h"
 #include "engine/pools/kv_pool.h"
+#include "engine/pools/state_move.h"
 #include "engine/pools/state_pool.h"
 #include "engine/trace/span_recorder.h"
 #include "telemetry/protocol.h"
@@ -95,12 +98,16 @@ struct SwitchStats {
   int layers = 0;         // MoE layers resharded (0 when already in `to`)
   double weights_ms = 0;  // the reshard: permute + exchange + place (+ votes)
   double permute_ms = 0, exchange_ms = 0, place_ms = 0;
-  double state_ms = 0;       // KV / recurrent state redistribution (0 while attention stays DP)
+  double state_ms = 0;       // KV pages + recurrent-state slots (state_reshard.h), wall time
   double other_ms = 0;       // the rest: layout swap, checksum verification
   double rollback_ms = 0;    // after a failure
   double total_ms = 0;       // the whole pause, wall clock
-  int64_t bytes_moved = 0;   // reshard payload bytes sent between devices, all devices
+  int64_t bytes_moved = 0;   // weight payload bytes sent between devices, all devices
   double gbps = 0;           // bytes_moved / weights_ms, GB/s
+  int64_t state_bytes = 0;   // KV / state payload bytes sent between devices, all devices
+  double state_gbps = 0;     // state_bytes / state_ms, GB/s
+  int kv_pages = 0;          // used KV pages moved, all homes (each moves once, split P ways)
+  int state_slots = 0;       // used recurrent-state slots moved, all homes
   bool rolled_back = false;  // a failure: every device is back in `from`, checksums equal
 };
 
@@ -217,32 +224,44 @@ class ModelRunner {
   virtual void AbortStagedExpertLayer() = 0;
   virtual SpanRecorder::Clock::time_point epoch() const = 0;
 
-  // The routed experts' layout (Moebius, seed 003; docs/PARALLELISM.md).
+  // The layout (Moebius, seed 003; docs/PARALLELISM.md).
   // EP: each device owns whole experts (ExpertMap), tokens go to them by
-  // all-to-all. TP: every device holds a 1/P slice of every expert's
-  // intermediate dimension (the UnifiedExpertBuffer's TP alias); each
-  // device gathers every device's tokens, computes its slice of every
-  // routed expert, and the slices are all-reduced. Attention, dense layers,
-  // the router and the shared expert stay data-parallel in both layouts
-  // (a request's state lives on its home device), so a switch moves only
-  // expert weights. Greedy outputs are the same in both layouts.
+  // all-to-all; attention is data-parallel (a request's KV pages and state
+  // slot live on its home device). TP: every device holds a 1/P slice of
+  // every expert's intermediate dimension (the UnifiedExpertBuffer's TP
+  // alias), computes its slice for every device's tokens, and the slices
+  // are all-reduced; every device holds its block of every request's
+  // attention state (MHA: KV heads; MLA: latent columns; KDA/GLA: heads)
+  // and runs that block's attention core for every request. In both, a
+  // request's home device runs its embedding, norms, projections, router,
+  // shared expert and LM head, and page tables and slot ids mean the same.
+  // Greedy outputs are the same in both layouts.
   virtual ParallelMode parallel_mode() const = 0;
   // Runner thread, between steps: reshards every device's expert buffer to
-  // `target` (UnifiedExpertBuffer::Reshard on all device threads at once)
-  // and runs later steps in that layout (engine/model_executor/
-  // parallel_switch.h). Already in `target`: OK, layers 0, nothing runs.
-  // FAILED_PRECONDITION, nothing changed, when the shape has no unified
-  // buffer or cannot be TP (replicas, P not dividing E or expert_inter) or
-  // an expert layer is being staged or is staged ("a rebalance is in
+  // `target` (UnifiedExpertBuffer::Reshard on all device threads at once),
+  // then its KV pages and state slots (ReshardState, engine/parallelism/
+  // state_reshard.h), and runs later steps in that layout (engine/
+  // model_executor/parallel_switch.h). Already in `target`: OK, layers 0,
+  // nothing runs. FAILED_PRECONDITION, nothing changed, when the shape has
+  // no unified buffer or cannot be TP (replicas, P not dividing E,
+  // expert_inter, kv_heads, the MLA latent row or the linear heads) or an
+  // expert layer is being staged or is staged ("a rebalance is in
   // progress"); while the switch runs, StageExpertLayer on another thread is
-  // refused. UNAVAILABLE (the reshard's message) when the reshard failed
-  // part-way (`fault`, tests): every device rolled back, its weight
-  // checksum verified equal to the one taken before, still in the old
-  // layout; last_switch() says rolled_back. INTERNAL if a checksum differs
-  // after a rollback (a bug: Step and Logits then return that INTERNAL).
-  // Costs one checksum pass over the weights (other_ms), two after a failure.
+  // refused. UNAVAILABLE (the reshard's message) when the switch failed
+  // part-way (`fault`, tests; FaultPlan::part picks weights or state):
+  // every device rolled back, its weight checksum verified equal to the one
+  // taken before and every used page and slot verified unchanged, still in
+  // the old layout; last_switch() says rolled_back. INTERNAL if a checksum
+  // differs after a rollback (a bug: Step and Logits then return that
+  // INTERNAL). Costs one checksum pass over the weights (other_ms), two
+  // after a failure, and one over the used state each way.
   virtual Result<SwitchStats> SwitchParallelism(ParallelMode target,
                                                 const FaultPlan* fault = nullptr) = 0;
+  // Runner thread, between steps: carries out re-homed requests' copies
+  // (Scheduler::Rehome, engine/scheduler/rehome.h) in either layout
+  // (parallel_switch.h MoveRequestState). INVALID_ARGUMENT, nothing
+  // copied, for an id out of range.
+  virtual Status MoveRequestState(const std::vector<StateMove>& moves) = 0;
   // The figures of the last SwitchParallelism that ran a reshard, also of a
   // failed one (a Result that is an error carries no value): phases,
   // bytes_moved, rolled_back. Default SwitchStats before any.

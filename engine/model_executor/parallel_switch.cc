@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 namespace sy::engine {
@@ -31,6 +32,20 @@ Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
                               " experts (redundant experts); the TP layout holds each expert "
                               "once (rebalance to a map without replicas first)");
   }
+  // Tensor-parallel attention splits the state by head (or latent column):
+  // every device must get an equal block (tp_batch.h).
+  const auto split = [&](const char* what, int64_t n) -> Status {
+    if (n % p == 0) return Status::Ok();
+    return FailedPrecondition(why + std::to_string(p) + " devices do not divide the " + what +
+                              " (" + std::to_string(n) + "): TP attention splits it evenly");
+  };
+  if (config.hybrid()) {
+    RETURN_IF_ERROR(
+        split("MLA latent row (kv_lora_rank + qk_rope_head_dim)", config.mla_latent_dim()));
+    if (config.linear_layers() > 0) RETURN_IF_ERROR(split("linear-attention heads", config.heads));
+  } else {
+    RETURN_IF_ERROR(split("KV heads", config.kv_heads));
+  }
   for (int d = 0; d < p; ++d) {
     if (buffers[d] == nullptr) {
       return FailedPrecondition(why + "device " + std::to_string(d) +
@@ -41,20 +56,39 @@ Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
   return Status::Ok();
 }
 
-DeviceSwitch ReshardDevice(UnifiedExpertBuffer* buffer, ParallelMode target, Communicator* comm,
-                           const FaultPlan* fault, SpanRecorder* rec) {
+DeviceSwitch ReshardDevice(UnifiedExpertBuffer* buffer, KvPool* kv, StatePool* state,
+                           ParallelMode target, Communicator* comm, const FaultPlan* fault,
+                           SpanRecorder* rec) {
   DeviceSwitch out;
   const ParallelMode from = buffer->mode();
+  const int rank = buffer->rank();
   Clock::time_point t0 = Clock::now();
   out.checksum_before = buffer->Checksum(from);
   out.checksum_ms = MsSince(t0);
   // The reshard's clock starts when every device has its checksum, so its
   // phases do not include waiting for a slower device's checksum.
-  comm->Barrier(buffer->rank());
+  comm->Barrier(rank);
   Result<ReshardStats> r = buffer->Reshard(target, comm, fault, rec);
   out.stats = buffer->last_stats();
-  if (r.ok()) return out;
-  out.status = r.status();
+  if (r.ok()) {
+    Result<StateReshardStats> st = ReshardState(rank, target, kv, state, comm, fault, rec);
+    if (st.ok()) {
+      out.state = *st;
+      return out;
+    }
+    out.status = st.status();
+    // The state rolled itself back on every rank; take the weights back too.
+    t0 = Clock::now();
+    Result<ReshardStats> back = buffer->Reshard(from, comm, nullptr, rec);
+    out.revert_ms = MsSince(t0);
+    if (!back.ok()) {
+      out.status = Internal("could not take the expert weights back to " +
+                            std::string(ParallelModeName(from)) + " after " + out.status.message() +
+                            ": " + back.status().message());
+    }
+  } else {
+    out.status = r.status();
+  }
   t0 = Clock::now();
   out.checksum_after = buffer->Checksum(from);
   out.checksum_ms += MsSince(t0);
@@ -76,13 +110,22 @@ Status FoldSwitch(ParallelMode from, ParallelMode to, const std::vector<DeviceSw
     // The reshard's own wall time (phases and votes), without its rollback.
     stats->weights_ms = std::max(stats->weights_ms, r.total_ms - r.rollback_ms);
     stats->bytes_moved += r.bytes_sent;
+    const StateReshardStats& st = d.state;
+    stats->state_ms = std::max(stats->state_ms, st.total_ms - st.rollback_ms);
+    stats->state_bytes += st.bytes_sent;
+    stats->kv_pages += st.kv_pages;
+    stats->state_slots += st.state_slots;
+    stats->rollback_ms = std::max(stats->rollback_ms, st.rollback_ms + d.revert_ms);
     checksum_ms = std::max(checksum_ms, d.checksum_ms);
     if (!d.status.ok() && failed == nullptr) failed = &d;
   }
   stats->total_ms = total_ms;
-  stats->other_ms = std::max(checksum_ms, total_ms - stats->weights_ms - stats->rollback_ms);
+  stats->other_ms =
+      std::max(checksum_ms, total_ms - stats->weights_ms - stats->state_ms - stats->rollback_ms);
   stats->gbps = stats->weights_ms > 0 ? stats->bytes_moved / (stats->weights_ms * 1e6) : 0.0;
+  stats->state_gbps = stats->state_ms > 0 ? stats->state_bytes / (stats->state_ms * 1e6) : 0.0;
   if (failed == nullptr) return Status::Ok();
+  if (failed->status.code() == StatusCode::kInternal) return failed->status;
   stats->layers = 0;
   for (size_t d = 0; d < devices.size(); ++d) {
     if (devices[d].checksum_after != devices[d].checksum_before) {
@@ -96,6 +139,55 @@ Status FoldSwitch(ParallelMode from, ParallelMode to, const std::vector<DeviceSw
   }
   stats->rolled_back = true;
   return failed->status;
+}
+
+Status MoveRequestState(const std::vector<StateMove>& moves, const std::vector<KvPool*>& kv,
+                        const std::vector<StatePool*>& state) {
+  const int p = static_cast<int>(kv.size());
+  for (const StateMove& m : moves) {
+    const std::string who = "request " + std::to_string(m.request_id) + ": ";
+    if (m.from < 0 || m.from >= p || m.to < 0 || m.to >= p) {
+      return InvalidArgument(who + "device out of range");
+    }
+    if (m.from_pages.size() != m.to_pages.size()) {
+      return InvalidArgument(who + "page tables of different lengths");
+    }
+    for (size_t i = 0; i < m.from_pages.size(); ++i) {
+      const int n = kv[m.from]->num_pages();
+      if (m.from_pages[i] < 0 || m.from_pages[i] >= n || m.to_pages[i] < 0 || m.to_pages[i] >= n) {
+        return InvalidArgument(who + "page out of range");
+      }
+    }
+    if ((m.from_slot < 0) != (m.to_slot < 0) ||
+        (m.from_slot >= 0 && (state.empty() || m.from_slot >= state[m.from]->slots() ||
+                              m.to_slot >= state[m.to]->slots()))) {
+      return InvalidArgument(who + "state slot out of range");
+    }
+  }
+  for (const StateMove& m : moves) {
+    for (int d = 0; d < p; ++d) {
+      KvPool* pool = kv[d];
+      const int shards = pool->shards();
+      // Unsharded, only the destination device's pool changes.
+      if (shards == 1 && d != m.to) continue;
+      const KvPool* src = shards == 1 ? kv[m.from] : pool;
+      const int n = pool->num_pages();
+      const int from_base = shards == 1 ? 0 : m.from * n, to_base = shards == 1 ? 0 : m.to * n;
+      const size_t bytes = static_cast<size_t>(pool->page_floats()) * sizeof(float);
+      for (size_t i = 0; i < m.from_pages.size(); ++i) {
+        std::memcpy(pool->PageData(to_base + m.to_pages[i]),
+                    src->PageData(from_base + m.from_pages[i]), bytes);
+      }
+      if (m.from_slot < 0) continue;
+      StatePool* sp = state[d];
+      const StatePool* ssrc = shards == 1 ? state[m.from] : sp;
+      const int slots = sp->slots();
+      const int sf = shards == 1 ? 0 : m.from * slots, st = shards == 1 ? 0 : m.to * slots;
+      std::memcpy(sp->SlotData(st + m.to_slot), ssrc->SlotData(sf + m.from_slot),
+                  static_cast<size_t>(sp->slot_floats()) * sizeof(float));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace sy::engine

@@ -34,6 +34,10 @@ std::string_view ParallelModeName(ParallelMode mode) {
   return mode == ParallelMode::kEP ? "EP" : "TP";
 }
 
+std::string_view SwitchPartName(SwitchPart part) {
+  return part == SwitchPart::kWeights ? "weights" : "state";
+}
+
 std::string_view ReshardPhaseName(ReshardPhase phase) {
   switch (phase) {
     case ReshardPhase::kPermute:
@@ -329,7 +333,8 @@ bool UnifiedExpertBuffer::ConvertLayer(Direction dir, int layer, Communicator* c
                                        const FaultPlan* fault, SpanRecorder* rec,
                                        ReshardStats* stats, Failure* failure) {
   auto fails_at = [&](ReshardPhase ph) {
-    return fault != nullptr && fault->rank == rank_ && fault->layer == layer && fault->phase == ph;
+    return fault != nullptr && fault->part == SwitchPart::kWeights && fault->rank == rank_ &&
+           fault->layer == layer && fault->phase == ph;
   };
   auto voted_ok = [&](bool failed, ReshardPhase ph) {
     const int who = Vote(comm, failed, rec, layer, stats);

@@ -86,10 +86,19 @@ std::string_view ReshardPhaseName(ReshardPhase phase);
 // joined the rendezvous) but its payload is reported corrupt and poisoned
 // with NaN; place: the rank writes half of its chunks, poisons the rest of
 // the destination slot with NaN (a torn write) and stops.
+// `part` picks which half of a switch fails: the expert weights (this
+// buffer's Reshard) or the request state (engine/parallelism/
+// state_reshard.h, where the phases are pack / exchange / place and `layer`
+// is ignored); each ignores a plan for the other part.
+enum class SwitchPart { kWeights, kState };
+// "weights" | "state".
+std::string_view SwitchPartName(SwitchPart part);
+
 struct FaultPlan {
   int rank = 0;
   int layer = 0;  // MoE layer index in [0, L)
   ReshardPhase phase = ReshardPhase::kPermute;
+  SwitchPart part = SwitchPart::kWeights;
 };
 
 // One switch event on one rank. Times are wall clock, summed over layers.

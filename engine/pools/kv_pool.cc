@@ -39,13 +39,47 @@ void KvPool::Free(const std::vector<int32_t>& pages) {
   assert(free_pages() <= num_pages() && "page freed twice");
 }
 
+std::vector<int32_t> KvPool::UsedPages() const {
+  std::vector<char> is_free(options_.num_pages, 0);
+  for (int32_t p : free_) is_free[p] = 1;
+  std::vector<int32_t> used;
+  used.reserve(options_.num_pages - free_.size());
+  for (int p = 0; p < options_.num_pages; ++p) {
+    if (!is_free[p]) used.push_back(p);
+  }
+  return used;
+}
+
+Status KvPool::SetShards(int shards) {
+  if (shards < 1 || row_ % shards != 0) {
+    return InvalidArgument("cannot shard KV rows of " + std::to_string(row_) + " floats " +
+                           std::to_string(shards) + " ways");
+  }
+  shards_ = shards;
+  return Status::Ok();
+}
+
+int64_t KvPool::page_floats() const {
+  return static_cast<int64_t>(options_.layers) * entries_ * options_.page_size * row_floats();
+}
+
+float* KvPool::PageData(int page) {
+  assert(page >= 0 && page < storage_pages());
+  return &storage_[static_cast<size_t>(page) * page_floats()];
+}
+
+const float* KvPool::PageData(int page) const {
+  assert(page >= 0 && page < storage_pages());
+  return &storage_[static_cast<size_t>(page) * page_floats()];
+}
+
 size_t KvPool::Offset(int page, int layer, int kv, int slot) const {
-  assert(page >= 0 && page < options_.num_pages && layer >= 0 && layer < options_.layers);
+  assert(page >= 0 && page < storage_pages() && layer >= 0 && layer < options_.layers);
   assert(slot >= 0 && slot < options_.page_size);
   return ((((static_cast<size_t>(page) * options_.layers + layer) * entries_ + kv) *
            options_.page_size) +
           slot) *
-         row_;
+         row_floats();
 }
 
 int64_t KvPool::page_bytes() const {

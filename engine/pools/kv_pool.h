@@ -14,6 +14,17 @@
 // pages); the model runner reads and writes K/V through a request's page table.
 // A page table maps position p to page pages[p / page_size], slot p % page_size.
 //
+// Shards (tensor-parallel attention, seed 003 §4.1; docs/PARALLELISM.md):
+// with SetShards(P) the same storage is read as P * num_pages pages whose
+// rows are 1/P as wide: device r's rows hold block r of every row (MHA: KV
+// heads [r kv_heads/P, (r+1) kv_heads/P); MLA: latent columns
+// [r latent_dim/P, (r+1) latent_dim/P)), and storage page d * num_pages + p
+// holds block r of page p of device d's pool. Allocation is untouched: ids
+// from Allocate stay in [0, num_pages) and still count device d's share of
+// the cluster's pages, so page tables survive a switch unchanged. Moving the
+// contents between the two readings is engine/parallelism/state_reshard.h's
+// job; SetShards itself moves nothing.
+//
 // Thread-safety: Allocate/Free/counters are called by the scheduler thread
 // only, between steps. K/V reads and writes happen on the owning device's
 // worker thread during a step. The two never overlap (a step is a barrier).
@@ -53,16 +64,39 @@ class KvPool {
   int used_pages() const { return num_pages() - free_pages(); }
   static int PagesFor(int tokens, int page_size) { return (tokens + page_size - 1) / page_size; }
 
-  // Pointer to the kv_heads*head_dim floats of K (or V) for `layer` at slot
-  // `slot` of page `page`. REQUIRES: MHA layout (latent_dim == 0).
+  // Ids of pages handed out and not freed, ascending.
+  std::vector<int32_t> UsedPages() const;
+
+  // INVALID_ARGUMENT unless shards >= 1 and it divides the row (kv_heads *
+  // head_dim, or latent_dim; the caller checks that it also divides the
+  // heads). Changes how storage is read (above), not its contents.
+  Status SetShards(int shards);
+  int shards() const { return shards_; }
+  // Pages the storage holds under the current reading: num_pages * shards.
+  int storage_pages() const { return options_.num_pages * shards_; }
+  // Floats of one row (one token's K, V or latent) under the current reading.
+  int64_t row_floats() const { return row_ / shards_; }
+  // Rows per token per layer: 2 (K, V) or 1 (latent).
+  int entries() const { return entries_; }
+  int layers() const { return options_.layers; }
+  // Storage page `page` (< storage_pages()) as one contiguous block of
+  // page_floats() floats: [layers][entries][page_size][row_floats()].
+  float* PageData(int page);
+  const float* PageData(int page) const;
+  int64_t page_floats() const;
+
+  // Pointer to the row_floats() floats of K (or V) for `layer` at slot `slot`
+  // of storage page `page` (< storage_pages()): all kv_heads * head_dim of
+  // them unsharded. REQUIRES: MHA layout (latent_dim == 0).
   float* K(int page, int layer, int slot);
   float* V(int page, int layer, int slot);
   const float* K(int page, int layer, int slot) const;
   const float* V(int page, int layer, int slot) const;
-  // The latent_dim floats of one token's MLA latent. REQUIRES: latent_dim > 0.
+  // The row_floats() floats of one token's MLA latent (all latent_dim of them
+  // unsharded). REQUIRES: latent_dim > 0.
   float* Latent(int page, int layer, int slot);
   const float* Latent(int page, int layer, int slot) const;
-  // Bytes one page holds (all layers).
+  // Bytes one allocated page holds (all layers, all shards).
   int64_t page_bytes() const;
   int64_t bytes() const { return static_cast<int64_t>(storage_.size()) * sizeof(float); }
 
@@ -71,7 +105,8 @@ class KvPool {
 
   KvPoolOptions options_;
   int entries_ = 2;  // rows per token per layer: K and V, or the latent
-  int64_t row_ = 0;  // floats per row: kv_heads * head_dim, or latent_dim
+  int64_t row_ = 0;  // floats per unsharded row: kv_heads * head_dim, or latent_dim
+  int shards_ = 1;
   std::vector<float> storage_;
   std::vector<int32_t> free_;  // LIFO free list
 };

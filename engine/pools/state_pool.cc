@@ -35,32 +35,67 @@ void StatePool::Free(int slot) {
 }
 
 void StatePool::Zero(int slot) {
-  assert(slot >= 0 && slot < options_.slots);
-  float* p = &storage_[static_cast<size_t>(slot) * slot_floats_];
-  std::fill(p, p + slot_floats_, 0.0f);
+  float* p = SlotData(slot);
+  std::fill(p, p + slot_floats(), 0.0f);
 }
 
 void StatePool::Copy(int src, int dst) {
-  assert(src >= 0 && src < options_.slots && dst >= 0 && dst < options_.slots);
   if (src == dst) return;
-  const float* from = &storage_[static_cast<size_t>(src) * slot_floats_];
-  std::copy(from, from + slot_floats_, &storage_[static_cast<size_t>(dst) * slot_floats_]);
+  const float* from = SlotData(src);
+  std::copy(from, from + slot_floats(), SlotData(dst));
+}
+
+std::vector<int> StatePool::UsedSlots() const {
+  std::vector<char> is_free(options_.slots, 0);
+  for (int s : free_) is_free[s] = 1;
+  std::vector<int> used;
+  used.reserve(options_.slots - free_.size());
+  for (int s = 0; s < options_.slots; ++s) {
+    if (!is_free[s]) used.push_back(s);
+  }
+  return used;
+}
+
+Status StatePool::SetShards(int shards) {
+  const int groups = options_.conv_groups;
+  const bool conv_ok =
+      options_.conv_floats == 0 || (groups > 0 && options_.conv_floats % groups == 0 &&
+                                    (options_.conv_floats / groups) % shards == 0);
+  if (shards < 1 || options_.state_floats % shards != 0 || !conv_ok) {
+    return InvalidArgument("cannot shard a recurrent state of " +
+                           std::to_string(options_.state_floats) + " floats and a conv state of " +
+                           std::to_string(options_.conv_floats) + " floats in " +
+                           std::to_string(groups) + " groups " + std::to_string(shards) + " ways");
+  }
+  shards_ = shards;
+  return Status::Ok();
+}
+
+float* StatePool::SlotData(int slot) {
+  assert(slot >= 0 && slot < storage_slots());
+  return storage_.data() + static_cast<size_t>(slot) * slot_floats();
+}
+
+const float* StatePool::SlotData(int slot) const {
+  assert(slot >= 0 && slot < storage_slots());
+  return storage_.data() + static_cast<size_t>(slot) * slot_floats();
 }
 
 size_t StatePool::Offset(int slot, int layer) const {
-  assert(slot >= 0 && slot < options_.slots && layer >= 0 && layer < options_.layers);
-  return static_cast<size_t>(slot) * slot_floats_ + static_cast<size_t>(layer) * layer_floats_;
+  assert(slot >= 0 && slot < storage_slots() && layer >= 0 && layer < options_.layers);
+  return static_cast<size_t>(slot) * slot_floats() +
+         static_cast<size_t>(layer) * (layer_floats_ / shards_);
 }
 
 float* StatePool::State(int slot, int layer) { return &storage_[Offset(slot, layer)]; }
 const float* StatePool::State(int slot, int layer) const { return &storage_[Offset(slot, layer)]; }
 float* StatePool::Conv(int slot, int layer) {
   assert(options_.conv_floats > 0);
-  return &storage_[Offset(slot, layer) + options_.state_floats];
+  return &storage_[Offset(slot, layer) + state_floats()];
 }
 const float* StatePool::Conv(int slot, int layer) const {
   assert(options_.conv_floats > 0);
-  return &storage_[Offset(slot, layer) + options_.state_floats];
+  return &storage_[Offset(slot, layer) + state_floats()];
 }
 
 }  // namespace sy::engine

@@ -25,6 +25,17 @@
 // holds the state after exactly L tokens of some prefix; who owns it (the
 // prefix cache) is outside this class.
 //
+// Shards (tensor-parallel attention, seed 003 §4; docs/PARALLELISM.md):
+// with SetShards(P) the same storage is read as P * slots slots of 1/P the
+// floats per layer: state_floats / P (device r's heads [r heads/P, (r+1)
+// heads/P) of the head-major recurrent state) then conv_floats / P (block r
+// of each of the conv_rows groups of channels), and storage slot d * slots
+// + s holds device r's share of slot s of device d's pool. Allocate/Free
+// keep handing out ids in [0, slots) that count device d's share, so a
+// request's slot survives a switch; State/Conv/Zero/Copy take storage
+// slots. engine/parallelism/state_reshard.h moves the contents; SetShards
+// moves nothing.
+//
 // Thread-safety: Allocate/Free/counters on the scheduler thread between
 // steps; State/Conv/Zero/Copy on the owning device's worker during a step. A
 // step is a barrier, so the two never overlap.
@@ -42,6 +53,10 @@ struct StatePoolOptions {
   int layers = 0;            // linear-attention layers
   int64_t state_floats = 0;  // recurrent state of one layer: heads * d * d
   int64_t conv_floats = 0;   // conv state of one layer (0 for GLA)
+  // The conv state as groups of equal width that shard by channel block
+  // (KDA: conv_kernel - 1 rows of q | k | v, so 3 (K - 1) groups of heads *
+  // head_dim); 0 when conv_floats is 0.
+  int conv_groups = 0;
 };
 
 class StatePool {
@@ -55,11 +70,27 @@ class StatePool {
   Result<int> Allocate();
   // REQUIRES: slot was returned by Allocate and not freed since.
   void Free(int slot);
+  // Ids handed out and not freed, ascending.
+  std::vector<int> UsedSlots() const;
+  // INVALID_ARGUMENT unless shards >= 1 divides state_floats and every conv
+  // group. Changes how storage is read (above), not its contents.
+  Status SetShards(int shards);
+  int shards() const { return shards_; }
+  int storage_slots() const { return options_.slots * shards_; }
+  // Floats of one layer's recurrent (conv) state under the current reading.
+  int64_t state_floats() const { return options_.state_floats / shards_; }
+  int64_t conv_floats() const { return options_.conv_floats / shards_; }
+  // Storage slot `slot` as one block of slot_floats(): [layers][state | conv].
+  float* SlotData(int slot);
+  const float* SlotData(int slot) const;
+  int64_t slot_floats() const { return slot_floats_ / shards_; }
+
+  // The functions below take storage slots (< storage_slots()).
   // Zeroes every layer's recurrent and conv state of `slot`.
   void Zero(int slot);
   // Copies every layer's recurrent and conv state of slot `src` into slot
   // `dst` (bit-exact; `src` is not modified). src == dst is a no-op.
-  // REQUIRES: 0 <= src, dst < slots().
+  // REQUIRES: 0 <= src, dst < storage_slots().
   void Copy(int src, int dst);
 
   float* State(int slot, int layer);
@@ -70,6 +101,7 @@ class StatePool {
   int slots() const { return options_.slots; }
   int free_slots() const { return static_cast<int>(free_.size()); }
   int used_slots() const { return slots() - free_slots(); }
+  // Bytes of one allocated slot (all layers, all shards).
   int64_t slot_bytes() const { return slot_floats_ * static_cast<int64_t>(sizeof(float)); }
   int64_t bytes() const { return slot_bytes() * options_.slots; }
   const StatePoolOptions& options() const { return options_; }
@@ -79,7 +111,8 @@ class StatePool {
 
   StatePoolOptions options_;
   int64_t layer_floats_ = 0;  // state_floats + conv_floats
-  int64_t slot_floats_ = 0;   // layers * layer_floats_
+  int64_t slot_floats_ = 0;   // layers * layer_floats_ (unsharded)
+  int shards_ = 1;
   std::vector<float> storage_;
   std::vector<int> free_;  // LIFO free list
 };

@@ -76,6 +76,7 @@
 #include "engine/pools/kv_pool.h"
 #include "engine/pools/state_pool.h"
 #include "engine/prefix_cache/radix_cache.h"
+#include "engine/scheduler/rehome.h"
 #include "engine/scheduler/request.h"
 
 namespace sy::engine {
@@ -166,6 +167,26 @@ class Scheduler {
   // its pages and slots released). NOT_FOUND for an unknown or already
   // finished id. REQUIRES: not between Plan() and its Commit().
   Result<Request> Cancel(int64_t id, int64_t now_us);
+
+  // Re-homing before a TP -> EP switch (rehome.h). RehomeItems lists the
+  // running requests (admission order) with their pages; RehomeCapacities
+  // what each device could hold (its pages and slots, counting what the
+  // cache could evict). Rehome applies new homes (parallel to
+  // RehomeItems(); equal entries stay): for each mover it allocates its
+  // pages and slot on the new home (evicting cache there if needed), drops
+  // its cache lock and unpublished checkpoint, frees its old pages and
+  // slot, and returns the copies the runner must make before the next
+  // step. Every allocation happens before any free, so no copy's
+  // destination is another's source. A mover that does not fit stays home
+  // (not an error). INVALID_ARGUMENT (nothing changed) for a size mismatch
+  // or a device out of range; FAILED_PRECONDITION (nothing changed) between
+  // a Plan() that scheduled seqs and its Commit(), whose batch holds the old
+  // page tables. The runner must make the copies before the next step writes
+  // anything: sources are already free (or unpinned in the old tree) and the
+  // next Plan() may hand them out again.
+  std::vector<RehomeItem> RehomeItems() const;
+  std::vector<RehomeCapacity> RehomeCapacities() const;
+  Result<std::vector<StateMove>> Rehome(const std::vector<int>& new_home);
 
   // Evicts every unlocked node of every device's cache; returns pages freed.
   // Once idle(), the pools are then exactly as constructed.

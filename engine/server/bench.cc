@@ -392,6 +392,12 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
           w.model.c_str(), w.switches, static_cast<double>(w.bytes_per_switch) / (1 << 20),
           w.reshard_gbps, w.memcpy_gbps, w.reshard_over_memcpy, w.pause_ms, w.pause_max_ms);
       out << line;
+      std::snprintf(line, sizeof line,
+                    "              with %d requests in flight: state %.2f MiB (%d pages) in "
+                    "%.2f ms (%.2f GB/s), pause %.2f ms\n",
+                    w.loaded_requests, static_cast<double>(w.state_bytes) / (1 << 20),
+                    w.loaded_kv_pages, w.state_ms, w.state_gbps, w.loaded_pause_ms);
+      out << line;
       j["switch"].push_back({{"model", w.model},
                              {"devices", w.devices},
                              {"switches", w.switches},
@@ -401,7 +407,13 @@ void PrintBench(const BenchReport& r, std::ostream& out) {
                              {"memcpy_gbps", w.memcpy_gbps},
                              {"reshard_over_memcpy", w.reshard_over_memcpy},
                              {"pause_ms", w.pause_ms},
-                             {"pause_max_ms", w.pause_max_ms}});
+                             {"pause_max_ms", w.pause_max_ms},
+                             {"loaded_requests", w.loaded_requests},
+                             {"loaded_kv_pages", w.loaded_kv_pages},
+                             {"state_bytes", w.state_bytes},
+                             {"state_ms", w.state_ms},
+                             {"state_gbps", w.state_gbps},
+                             {"loaded_pause_ms", w.loaded_pause_ms}});
     }
   }
   if (r.calibration) {

@@ -76,6 +76,14 @@ struct SwitchBenchResult {
   double reshard_over_memcpy = 0;
   double pause_ms = 0;  // median whole switch
   double pause_max_ms = 0;
+  // The same switches with requests in flight (their KV pages and state
+  // slots move too): medians over the loaded switches.
+  int loaded_requests = 0;
+  int loaded_kv_pages = 0;  // used pages moved per switch, all devices
+  int64_t state_bytes = 0;  // KV / state bytes sent between devices per switch
+  double state_ms = 0;
+  double state_gbps = 0;
+  double loaded_pause_ms = 0;
 };
 
 struct EplbBenchResult {

@@ -182,6 +182,10 @@ class Engine {
   Result<nlohmann::json> SwitchCommand(const nlohmann::json& args);
   Result<nlohmann::json> PolicyCommand(const nlohmann::json& args);
   Result<nlohmann::json> CalibrateCommand(const nlohmann::json& args);
+  // Before TP -> EP: re-homes running requests by Algorithm 4 (engine/
+  // scheduler/rehome.h) and moves their state; the figures for the switch
+  // event. INTERNAL if the runner refused the copies (a bug).
+  Result<nlohmann::json> RehomeForEp();
   Result<nlohmann::json> SwitchTo(ParallelMode target, const FaultPlan* fault,
                                   const std::string& why);
   nlohmann::json PolicyJson() const;

@@ -6,8 +6,10 @@
 // loop thread, between steps.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <string>
 
+#include "engine/scheduler/rehome.h"
 #include "engine/server/engine.h"
 
 namespace sy::engine {
@@ -38,6 +40,13 @@ Result<ReshardPhase> ParsePhase(const json& v) {
   return InvalidArgument("switch: inject_fault.phase must be permute, exchange or place");
 }
 
+Result<SwitchPart> ParsePart(const json& v) {
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  if (s == "weights") return SwitchPart::kWeights;
+  if (s == "state") return SwitchPart::kState;
+  return InvalidArgument("switch: inject_fault.part must be weights or state");
+}
+
 json StatsJson(const SwitchStats& s) {
   return {{"from", std::string(ParallelModeName(s.from))},
           {"to", std::string(ParallelModeName(s.to))},
@@ -47,6 +56,10 @@ json StatsJson(const SwitchStats& s) {
           {"exchange_ms", s.exchange_ms},
           {"place_ms", s.place_ms},
           {"state_ms", s.state_ms},
+          {"state_bytes", s.state_bytes},
+          {"state_gbps", s.state_gbps},
+          {"kv_pages", s.kv_pages},
+          {"state_slots", s.state_slots},
           {"other_ms", s.other_ms},
           {"rollback_ms", s.rollback_ms},
           {"total_ms", s.total_ms},
@@ -79,6 +92,10 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
     return FailedPrecondition("switch: a rebalance is in progress; switch after its done event");
   }
   const ParallelMode from = runner_->parallel_mode();
+  json rehome = nullptr;
+  if (from == ParallelMode::kTP && target == ParallelMode::kEP) {
+    ASSIGN_OR_RETURN(rehome, RehomeForEp());
+  }
   Result<SwitchStats> s = runner_->SwitchParallelism(target, fault);
   if (!s.ok()) {
     const bool rolled_back = s.status().code() == StatusCode::kUnavailable;
@@ -95,18 +112,49 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
   }
   json detail = StatsJson(*s);
   detail["why"] = why;
+  if (!rehome.is_null()) detail["rehome"] = rehome;
   if (s->layers > 0) {
     ++stats_.switches;
     PublishEvent("switch", "switch", "done",
                  "switched " + std::string(ParallelModeName(s->from)) + " -> " +
                      std::string(ParallelModeName(s->to)) + " in " + Fixed(s->total_ms) +
                      " ms: weights " + Fixed(s->weights_ms) + " ms (" + Fixed(s->gbps) +
-                     " GB/s), state " + Fixed(s->state_ms) + " ms, other " + Fixed(s->other_ms) +
-                     " ms",
+                     " GB/s), state " + Fixed(s->state_ms) + " ms (" + std::to_string(s->kv_pages) +
+                     " pages, " + std::to_string(s->state_slots) + " slots, " +
+                     Fixed(s->state_gbps) + " GB/s), other " + Fixed(s->other_ms) + " ms",
                  detail);
     PublishMeta();  // the layout changed; late joiners and the header read it there
   }
   return detail;
+}
+
+Result<json> Engine::RehomeForEp() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<RehomeItem> items = scheduler_->RehomeItems();
+  const RehomePlan plan = LongestFirstAssignment(items, scheduler_->RehomeCapacities());
+  std::vector<int64_t> before(runner_->devices(), 0);
+  for (const RehomeItem& it : items) before[it.home] += it.pages;
+  int moved = 0;
+  int64_t moved_pages = 0;
+  if (plan.fits && plan.moved > 0) {
+    ASSIGN_OR_RETURN(std::vector<StateMove> moves, scheduler_->Rehome(plan.home));
+    if (Status st = runner_->MoveRequestState(moves); !st.ok()) {
+      return Internal("re-homing before the switch to EP: " + st.message());
+    }
+    moved = static_cast<int>(moves.size());
+    for (const StateMove& m : moves) moved_pages += static_cast<int64_t>(m.to_pages.size());
+  }
+  std::vector<int64_t> after(runner_->devices(), 0);
+  for (const RehomeItem& it : scheduler_->RehomeItems()) after[it.home] += it.pages;
+  return json{
+      {"requests", static_cast<int64_t>(items.size())},
+      {"moved", moved},
+      {"moved_pages", moved_pages},
+      {"fits", plan.fits},
+      {"pages_before", before},
+      {"pages_after", after},
+      {"ms",
+       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
 Result<json> Engine::SwitchCommand(const json& args) {
@@ -121,6 +169,7 @@ Result<json> Engine::SwitchCommand(const json& args) {
       f.layer = value.value("layer", 0);
       f.rank = value.value("rank", 0);
       ASSIGN_OR_RETURN(f.phase, ParsePhase(value.value("phase", json("permute"))));
+      ASSIGN_OR_RETURN(f.part, ParsePart(value.value("part", json("weights"))));
       fault = f;
     } else {
       return InvalidArgument("switch: unknown or mistyped argument '" + key +

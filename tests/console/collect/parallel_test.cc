@@ -54,14 +54,12 @@ telemetry::Event Ev(uint64_t seq, int64_t t_us, std::string kind, std::string na
 }
 
 nlohmann::json DoneDetail(const char* from, const char* to) {
-  return {{"from", from},      {"to", to},
-          {"layers", 4},       {"weights_ms", 10.1},
-          {"permute_ms", 1.2}, {"exchange_ms", 6.0},
-          {"place_ms", 2.9},   {"state_ms", 0.0},
-          {"other_ms", 2.4},   {"rollback_ms", 0.0},
-          {"total_ms", 12.5},  {"bytes", 36 << 20},
-          {"gbps", 7.9},       {"rolled_back", false},
-          {"why", "command"}};
+  return {
+      {"from", from},         {"to", to},           {"layers", 4},          {"weights_ms", 10.1},
+      {"permute_ms", 1.2},    {"exchange_ms", 6.0}, {"place_ms", 2.9},      {"state_ms", 1.5},
+      {"kv_pages", 12},       {"state_slots", 3},   {"state_bytes", 98304}, {"other_ms", 2.4},
+      {"rollback_ms", 0.0},   {"total_ms", 12.5},   {"bytes", 36 << 20},    {"gbps", 7.9},
+      {"rolled_back", false}, {"why", "command"}};
 }
 
 const nlohmann::json kPolicy = {{"mode", "auto"},
@@ -172,7 +170,8 @@ TEST(ConsoleParallel, SwitchTimelineKeepsStepTimeAndOutcome) {
   const LogLine& done = s.log[s.log.size() - 3];
   EXPECT_EQ(done.text,
             "switch EP -> TP in 12.5 ms: weights 10.1 ms (7.9 GB/s: permute 1.2, exchange 6.0, "
-            "place 2.9), state 0.0, other 2.4; 36.00 MiB, 4 layers (command)");
+            "place 2.9), state 1.5 ms (12 pages, 3 slots, 96 KiB), other 2.4; 36.00 MiB, 4 layers "
+            "(command)");
   EXPECT_EQ(done.level, LogLevel::kInfo);
   EXPECT_EQ(done.t_us, 5 * kS + 100);
   const LogLine& fail = s.log[s.log.size() - 2];
@@ -291,6 +290,17 @@ TEST(ConsoleParallel, CalibrationWithoutCrossoverAndFailure) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].level, LogLevel::kError);
   EXPECT_EQ(lines[0].text, "calibrate failed: one already runs");
+}
+
+// TP -> EP re-homes requests first (Algorithm 4): the Log line says how many.
+TEST(ConsoleParallel, RehomeBeforeEpIsInTheLogLine) {
+  nlohmann::json d = DoneDetail("TP", "EP");
+  d["rehome"] = {{"requests", 5}, {"moved", 2}, {"moved_pages", 9}, {"fits", true}};
+  const std::vector<LogLine> lines =
+      ParallelEventLines(Ev(1, 7 * kS, "switch", "switch", "done", d));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0].text, ::testing::EndsWith("; re-homed 2 of 5 requests (9 pages)"));
+  EXPECT_THAT(lines[0].text, ::testing::StartsWith("switch TP -> EP in 12.5 ms"));
 }
 
 TEST(ConsoleParallel, RepliesAreWorded) {

@@ -19,84 +19,15 @@
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
 #include "engine/model_executor/parallel_switch.h"
+#include "engine/scheduler/rehome.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/workload/workload.h"
+#include "tests/engine/model_executor/switch_test_util.h"
 
 namespace sy::engine {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kDevices = 4;
-
-std::unique_ptr<ModelRunner> Make(const std::string& preset, ModelRunnerOptions o = {}) {
-  const Result<ModelConfig> c = PresetConfig(preset);
-  EXPECT_THAT(c.status(), IsOk());
-  o.seed = 5;
-  o.kv_pages_per_device = 96;
-  o.state_slots_per_device = 8;
-  auto r = ModelRunner::Create(*c, o);
-  EXPECT_THAT(r.status(), IsOk()) << preset;
-  return r.ok() ? std::move(r).value() : nullptr;
-}
-
-// Seven requests on devices 0..2 (device 3 holds none: it still computes its
-// experts / slices), prompts of 3 to 40 tokens (prefill GEMMs on both sides
-// of kSmallGemmRows), then decode steps. Pages and state slots are disjoint.
-class Session {
- public:
-  explicit Session(ModelRunner* r) : runner_(r) {
-    for (int i = 0; i < 7; ++i) {
-      SeqInput s;
-      s.request_id = 100 + i;
-      s.device = i % 3;
-      const int len = 3 + (i * 13) % 38;
-      for (int t = 0; t < len; ++t) s.tokens.push_back((i * 31 + t * 17 + 5) % 250);
-      for (int p = 0; p < 8; ++p) s.pages.push_back((i / 3) * 8 + p);
-      s.state_slot = r->config().linear_layers() > 0 ? i / 3 : -1;
-      seqs_.push_back(s);
-    }
-  }
-  // One step's logits (prefill first, then one decode token per seq).
-  std::vector<std::vector<float>> Next() {
-    BatchInput b{.step = step_++, .seqs = seqs_};
-    auto logits = runner_->Logits(b);
-    EXPECT_THAT(logits.status(), IsOk());
-    if (!logits.ok()) return {};
-    for (size_t i = 0; i < seqs_.size(); ++i) {
-      SeqInput& s = seqs_[i];
-      s.start_pos += static_cast<int>(s.tokens.size());
-      int best = 0;
-      for (int v = 1; v < static_cast<int>((*logits)[i].size()); ++v) {
-        if ((*logits)[i][v] > (*logits)[i][best]) best = v;
-      }
-      s.tokens = {best};
-    }
-    return std::move(logits).value();
-  }
-
- private:
-  ModelRunner* runner_;
-  std::vector<SeqInput> seqs_;
-  int64_t step_ = 0;
-};
-
-bool SameBits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].size() != b[i].size() ||
-        std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::vector<uint64_t> Checksums(const ModelRunner& r, ParallelMode layout) {
-  std::vector<uint64_t> out;
-  for (int d = 0; d < r.devices(); ++d) out.push_back(r.expert_buffer(d)->Checksum(layout));
-  return out;
-}
 
 class PresetTest : public ::testing::TestWithParam<const char*> {};
 
@@ -149,11 +80,14 @@ TEST_P(PresetTest, ExpertCountsAreTheSameInBothLayouts) {
 // Serving end to end (Scheduler + ModelRunner, prefix cache on): the
 // greedy tokens of every request are the same in static EP, static TP and a
 // run that switches every 3 steps in both directions.
-enum class Plan { kEp, kTp, kSwitchEvery3 };
+// kRehome also re-homes requests before each TP -> EP (Algorithm 4), as the
+// engine does.
+enum class Plan { kEp, kTp, kSwitchEvery3, kRehome };
 
 struct Served {
   std::map<int64_t, std::vector<int32_t>> tokens;
   int switches = 0;
+  int rehomed = 0;  // requests moved by Algorithm 4
 };
 
 Served Serve(const std::string& preset, Plan plan, const std::vector<Arrival>& arr) {
@@ -183,9 +117,20 @@ Served Serve(const std::string& preset, Plan plan, const std::vector<Arrival>& a
       EXPECT_THAT(sched.Submit(arr[next].spec, step).status(), IsOk());
       ++next;
     }
-    if (plan == Plan::kSwitchEvery3 && step % 3 == 2) {
+    if ((plan == Plan::kSwitchEvery3 || plan == Plan::kRehome) && step % 3 == 2) {
       const ParallelMode to =
           runner->parallel_mode() == ParallelMode::kEP ? ParallelMode::kTP : ParallelMode::kEP;
+      if (plan == Plan::kRehome && to == ParallelMode::kEP) {
+        const RehomePlan rp = LongestFirstAssignment(sched.RehomeItems(), sched.RehomeCapacities());
+        if (rp.fits) {
+          auto moves = sched.Rehome(rp.home);
+          EXPECT_THAT(moves.status(), IsOk());
+          if (moves.ok()) {
+            EXPECT_THAT(runner->MoveRequestState(*moves), IsOk());
+            out.rehomed += static_cast<int>(moves->size());
+          }
+        }
+      }
       EXPECT_THAT(runner->SwitchParallelism(to).status(), IsOk());
       ++out.switches;
     }
@@ -199,6 +144,12 @@ Served Serve(const std::string& preset, Plan plan, const std::vector<Arrival>& a
     for (const Request& r : *done) out.tokens[r.id] = r.generated;
   }
   EXPECT_TRUE(sched.idle());
+  // Every page and slot comes back, whatever moved (re-homing included).
+  sched.FlushCache();
+  for (int d = 0; d < kDevices; ++d) {
+    EXPECT_EQ(kv[d]->used_pages(), 0) << "device " << d;
+    EXPECT_EQ(st[d]->used_slots(), 0) << "device " << d;
+  }
   return out;
 }
 
@@ -221,18 +172,25 @@ std::vector<Arrival> Arrivals(WorkloadKind kind) {
 }
 
 TEST_P(PresetTest, GreedyTokensAreTheSameInEpTpAndSwitchingRuns) {
+  int rehomed = 0;
   for (WorkloadKind kind : {WorkloadKind::kBursty, WorkloadKind::kRollout}) {
     const std::vector<Arrival> arr = Arrivals(kind);
     ASSERT_FALSE(arr.empty());
     const Served ep = Serve(GetParam(), Plan::kEp, arr);
     const Served tp = Serve(GetParam(), Plan::kTp, arr);
     const Served sw = Serve(GetParam(), Plan::kSwitchEvery3, arr);
+    const Served rh = Serve(GetParam(), Plan::kRehome, arr);
+    rehomed += rh.rehomed;
+    EXPECT_EQ(rh.tokens, ep.tokens)
+        << GetParam() << " " << WorkloadKindName(kind) << ": switching with re-homing";
     ASSERT_EQ(ep.tokens.size(), arr.size()) << WorkloadKindName(kind);
     EXPECT_EQ(tp.tokens, ep.tokens) << GetParam() << " " << WorkloadKindName(kind) << ": TP";
     EXPECT_EQ(sw.tokens, ep.tokens)
         << GetParam() << " " << WorkloadKindName(kind) << ": switching every 3 steps";
     EXPECT_GE(sw.switches, 4) << WorkloadKindName(kind);
   }
+  // Algorithm 4 moved someone: the re-homed run exercised the state moves.
+  EXPECT_GT(rehomed, 0) << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, PresetTest, ::testing::Values("tiny", "tiny-hybrid"));

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "tests/engine/server/engine_fixture.h"
@@ -77,9 +79,26 @@ TEST_F(ParallelTest, ManualSwitchesFaultAndRefusals) {
   EXPECT_TRUE(switches.back().detail["rolled_back"].get<bool>());
 
   ASSERT_TRUE(Call(**client, "resume").ok);
+  // With requests in flight under TP: a failure while moving their state
+  // rolls back too, then the switch moves it (re-homing first).
+  for (int i = 0; i < 500 && Call(**client, "status").result["running"].get<int>() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  telemetry::CommandReply bad_state =
+      Call(**client, "switch",
+           {{"to", "ep"}, {"inject_fault", {{"part", "state"}, {"phase", "place"}, {"rank", 1}}}});
+  EXPECT_EQ(bad_state.error_code, "UNAVAILABLE") << bad_state.error_message;
+  EXPECT_THAT(bad_state.error_message, HasSubstr("state reshard"));
+  EXPECT_EQ(Call(**client, "status").result["layout"], "TP");
+  EXPECT_EQ(Call(**client, "switch", {{"to", "ep"}, {"inject_fault", {{"part", "kv"}}}}).error_code,
+            "INVALID_ARGUMENT");
   telemetry::CommandReply ep = Call(**client, "switch", {{"to", "ep"}});
   ASSERT_TRUE(ep.ok) << ep.error_message;
   EXPECT_EQ(ep.result["to"], "EP");
+  ASSERT_TRUE(ep.result.contains("rehome")) << ep.result.dump();
+  EXPECT_GT(ep.result["rehome"]["requests"].get<int>(), 0);
+  EXPECT_GT(ep.result["kv_pages"].get<int>(), 0);
+  EXPECT_GT(ep.result["state_bytes"].get<int64_t>(), 0);
   ASSERT_TRUE(WaitFor(**sub, [&](const auto&) { return layout == "EP"; }));
   (*engine)->RequestStop();
   ASSERT_EQ(run.wait_for(kPatience), std::future_status::ready);
