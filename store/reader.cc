@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "store/message_reader.h"
+#include "store/run_rows.h"
 #include "store/schema.h"
 #include "store/sqlite.h"
 #include "store/store.h"
@@ -14,13 +15,7 @@ namespace sy::store {
 using nlohmann::json;
 namespace tel = telemetry;
 
-namespace {
-
-constexpr std::string_view kRunColumns =
-    "SELECT id, started_unix_ms, last_t_us, status, model, devices, n_steps, n_requests, "
-    "n_spans, created_unix_ms, ifnull(ended_unix_ms, 0), store_dropped, engine_dropped, arch, "
-    "state_slots_per_device "
-    "FROM runs ";
+namespace {}  // namespace
 
 RunInfo RunFromRow(const Stmt& st) {
   RunInfo r;
@@ -41,8 +36,6 @@ RunInfo RunFromRow(const Stmt& st) {
   r.state_slots_per_device = static_cast<int>(st.Int(14));
   return r;
 }
-
-}  // namespace
 
 class Reader::Impl {
  public:

@@ -22,11 +22,11 @@
 
 #include "console/app/controller.h"
 #include "console/app/live_session.h"
-#include "console/app/paths.h"
 #include "console/app/replay_player.h"
 #include "console/collect/collector.h"
 #include "console/draw/views.h"
 #include "console/term/terminal.h"
+#include "store/paths.h"
 
 namespace sy::console {
 namespace {
@@ -208,11 +208,11 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
   if (!o.no_record) {
     std::string db = o.db;
     if (db.empty()) {
-      auto def = DefaultDbPath();
+      auto def = store::DefaultDbPath();
       if (!def.ok()) return Fail(def.status());
       db = *def;
     }
-    if (Status st = EnsureParentDir(db); !st.ok()) return Fail(st);
+    if (Status st = store::EnsureParentDir(db); !st.ok()) return Fail(st);
     lo.db_path = db;
   }
   auto live = LiveSession::Start(lo);

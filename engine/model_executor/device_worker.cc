@@ -105,8 +105,8 @@ Status DeviceWorker::BuildExperts() {
 
 DeviceSwitch DeviceWorker::Reshard(ParallelMode target, const FaultPlan* fault) {
   assert(expert_buffer_ != nullptr);
-  DeviceSwitch out = ReshardDevice(expert_buffer_.get(), pool_.get(), state_pool_.get(), target,
-                                   comm_, fault, /*rec=*/nullptr);
+  DeviceSwitch out = ReshardDevice(expert_buffer_.get(), pool_.get(), state_pool_.get(),
+                                   &state_scratch_, target, comm_, fault, /*rec=*/nullptr);
   if (!out.status.ok() || expert_buffer_->mode() != ParallelMode::kTP) return out;
   // The EP views stay valid (EP addresses never move); the TP alias is read
   // through views made once per switch.

@@ -154,6 +154,7 @@ class DeviceWorker {
   const int slots_;                       // this device's expert slots per layer
   std::vector<SwigluView> expert_views_;  // [MoE layers x slots_]
   std::vector<TpSliceView> tp_views_;     // [MoE layers x experts], valid in TP mode
+  StateReshardScratch state_scratch_;     // KV / state reshard buffers, kept between switches
   Status build_status_;
 
   // Scratch reused across steps; capacity only grows.

@@ -57,8 +57,8 @@ Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
 }
 
 DeviceSwitch ReshardDevice(UnifiedExpertBuffer* buffer, KvPool* kv, StatePool* state,
-                           ParallelMode target, Communicator* comm, const FaultPlan* fault,
-                           SpanRecorder* rec) {
+                           StateReshardScratch* scratch, ParallelMode target, Communicator* comm,
+                           const FaultPlan* fault, SpanRecorder* rec) {
   DeviceSwitch out;
   const ParallelMode from = buffer->mode();
   const int rank = buffer->rank();
@@ -71,7 +71,7 @@ DeviceSwitch ReshardDevice(UnifiedExpertBuffer* buffer, KvPool* kv, StatePool* s
   Result<ReshardStats> r = buffer->Reshard(target, comm, fault, rec);
   out.stats = buffer->last_stats();
   if (r.ok()) {
-    Result<StateReshardStats> st = ReshardState(rank, target, kv, state, comm, fault, rec);
+    Result<StateReshardStats> st = ReshardState(rank, target, kv, state, comm, fault, rec, scratch);
     if (st.ok()) {
       out.state = *st;
       return out;

@@ -64,9 +64,10 @@ Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
 
 // On the device's thread, every device together (Reshard is a collective).
 // `rec` may be null.
+// `scratch`: the device's state-reshard buffers, kept between switches.
 DeviceSwitch ReshardDevice(UnifiedExpertBuffer* buffer, KvPool* kv, StatePool* state,
-                           ParallelMode target, Communicator* comm, const FaultPlan* fault,
-                           SpanRecorder* rec);
+                           StateReshardScratch* scratch, ParallelMode target, Communicator* comm,
+                           const FaultPlan* fault, SpanRecorder* rec);
 
 // Folds the devices' parts (all P, rank order) into *stats (phase ms: max
 // over devices; bytes_moved / state_bytes: sums of bytes_sent; gbps =

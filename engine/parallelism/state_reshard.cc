@@ -127,9 +127,17 @@ int Vote(int rank, bool failed, Communicator* comm, SpanRecorder* rec, StateResh
 
 }  // namespace
 
+int64_t StateReshardScratch::bytes() const {
+  int64_t n = 0;
+  for (const auto* side : {&send, &recv}) {
+    for (const std::vector<float>& v : *side) n += static_cast<int64_t>(v.capacity());
+  }
+  return n * static_cast<int64_t>(sizeof(float));
+}
+
 Result<StateReshardStats> ReshardState(int rank, ParallelMode target, KvPool* kv, StatePool* state,
                                        Communicator* comm, const FaultPlan* fault,
-                                       SpanRecorder* rec) {
+                                       SpanRecorder* rec, StateReshardScratch* scratch) {
   const Clock::time_point start = Clock::now();
   const int p = comm->size();
   const int target_shards = target == ParallelMode::kTP ? p : 1;
@@ -237,7 +245,12 @@ Result<StateReshardStats> ReshardState(int rank, ParallelMode target, KvPool* kv
   };
   const int64_t my_bytes =
       state_blocks::MessageFloats(stores, rank) * p * static_cast<int64_t>(sizeof(float));
-  std::vector<std::vector<float>> send(p), recv(p);
+  StateReshardScratch own;
+  if (scratch == nullptr) scratch = &own;
+  std::vector<std::vector<float>>& send = scratch->send;
+  std::vector<std::vector<float>>& recv = scratch->recv;
+  send.resize(p);
+  recv.resize(p);
 
   // Pack: every block this rank sends is copied out before anything is
   // placed (the two readings share the storage).

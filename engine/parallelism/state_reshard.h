@@ -46,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/distributed/communicator.h"
@@ -77,11 +78,22 @@ struct StateReshardStats {
   uint64_t checksum_target = 0;
 };
 
+// Send and receive buffers kept from one switch to the next (one per
+// device, owned by its caller). Fresh buffers cost first-touch page faults
+// on every switch, which measured most of the state phase on the dev box
+// (22 MB: 110 ms with fresh buffers); kept, they cost memory: about 2x the
+// largest state a device has moved, held until the owner goes.
+struct StateReshardScratch {
+  std::vector<std::vector<float>> send, recv;
+  int64_t bytes() const;  // capacity held
+};
+
 // Moves this rank's pools to `target` (kTP: shards = comm->size(); kEP:
 // shards = 1). Already there: OK, nothing moves (kv_pages 0). `state` may
 // have no slots (no linear layers). `rec` (may be null) gets the spans
 // ("state_pack", "state_place" and the comm spans "state_meta",
-// "state_a2a"). FAILED_PRECONDITION (nothing moved, on every rank) when a
+// "state_a2a"). `scratch` (may be null: buffers for this call only) is
+// reused. FAILED_PRECONDITION (nothing moved, on every rank) when a
 // pool cannot be sharded P ways (KvPool / StatePool::SetShards would
 // refuse). UNAVAILABLE "state reshard <from>-><to> failed in <phase> (rank
 // r): ..." after a rolled-back failure; INTERNAL if a rollback left a used
@@ -89,6 +101,7 @@ struct StateReshardStats {
 // both pools in the same reading.
 Result<StateReshardStats> ReshardState(int rank, ParallelMode target, KvPool* kv, StatePool* state,
                                        Communicator* comm, const FaultPlan* fault = nullptr,
-                                       SpanRecorder* rec = nullptr);
+                                       SpanRecorder* rec = nullptr,
+                                       StateReshardScratch* scratch = nullptr);
 
 }  // namespace sy::engine

@@ -12,6 +12,7 @@
 //   moe-engine score --model ckpt/ --tokens 256,72,105
 //   moe-engine eplb --stats load.json --replicas 20 --groups 4 --nodes 1 --devices 4
 //   moe-engine calibrate --model tiny --batches 1,4,16,64
+//   moe-engine costmodel --hardware h200 --model qwen3-235b-a22b --phase decode --tokens 256 --ep 8
 //
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
 // bound), 2 bad command line.
@@ -31,6 +32,7 @@
 #include "engine/pools/pool_sizing.h"
 #include "engine/server/bench.h"
 #include "engine/server/calibrate_run.h"
+#include "engine/server/costmodel_cli.h"
 #include "engine/server/engine.h"
 #include "engine/server/model_source.h"
 #include "engine/server/model_tools.h"
@@ -462,7 +464,7 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   const std::string sub = argc > 1 ? argv[1] : "";
   const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" ||
-                     sub == "score" || sub == "eplb" || sub == "calibrate";
+                     sub == "score" || sub == "eplb" || sub == "calibrate" || sub == "costmodel";
   if (known) args.erase(args.begin() + 1);
   const int n = static_cast<int>(args.size());
   if (sub == "bench") return sy::engine::Bench(n, args.data());
@@ -470,5 +472,6 @@ int main(int argc, char** argv) {
   if (sub == "score") return sy::engine::ScoreMain(n, args.data());
   if (sub == "eplb") return sy::engine::EplbMain(n, args.data());
   if (sub == "calibrate") return sy::engine::CalibrateMain(n, args.data());
+  if (sub == "costmodel") return sy::engine::CostModelMain(n, args.data());
   return sy::engine::Serve(n, args.data());
 }

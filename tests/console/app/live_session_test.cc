@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "base/status_matchers.h"
-#include "console/app/paths.h"
+#include "store/paths.h"
 #include "telemetry/control.h"
 #include "telemetry/publisher.h"
 #include "tests/console/app/test_store.h"
@@ -37,7 +37,7 @@ class ConsoleLiveSession : public ::testing::Test {
     pub_ep_ = "ipc://" + (dir_ / "pub");
     ctl_ep_ = "ipc://" + (dir_ / "ctl");
     db_ = dir_ / "sub/runs.db";
-    ASSERT_THAT(EnsureParentDir(db_), IsOk());
+    ASSERT_THAT(store::EnsureParentDir(db_), IsOk());
   }
   std::unique_ptr<telemetry::Publisher> StartPublisher(int heartbeat_ms = 50) {
     telemetry::PublisherOptions o;

@@ -1,4 +1,4 @@
-#include "console/app/paths.h"
+#include "store/paths.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "base/status_matchers.h"
 #include "tests/console/app/test_store.h"
 
-namespace sy::console {
+namespace sy::store {
 namespace {
 
 using ::sy::console::testing::TempDir;
@@ -42,4 +42,4 @@ TEST(ConsolePaths, EnsureParentDirCreatesOrExplains) {
 }
 
 }  // namespace
-}  // namespace sy::console
+}  // namespace sy::store

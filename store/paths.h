@@ -1,6 +1,7 @@
-// File: console/app/paths.h
+// File: store/paths.h
 //
-// Where the console keeps its store by default, and making sure the folder
+// Where the run store lives by default (the console records there and
+// moe-store reads it), and making sure the folder
 // exists: $XDG_DATA_HOME/switchyard/runs.db, else
 // $HOME/.local/share/switchyard/runs.db.
 #pragma once
@@ -9,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace sy::console {
+namespace sy::store {
 
 // FAILED_PRECONDITION when neither XDG_DATA_HOME nor HOME is set.
 Result<std::string> DefaultDbPath();
@@ -17,4 +18,4 @@ Result<std::string> DefaultDbPath();
 // the folder) when they cannot be created or are not folders.
 Status EnsureParentDir(const std::string& path);
 
-}  // namespace sy::console
+}  // namespace sy::store

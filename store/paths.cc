@@ -1,10 +1,10 @@
-#include "console/app/paths.h"
+#include "store/paths.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
-namespace sy::console {
+namespace sy::store {
 
 Result<std::string> DefaultDbPath() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -31,4 +31,4 @@ Status EnsureParentDir(const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace sy::console
+}  // namespace sy::store

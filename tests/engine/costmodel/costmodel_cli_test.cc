@@ -1,0 +1,130 @@
+// `moe-engine costmodel` end to end: the real binary, its output and its exit
+// codes (engine/server/costmodel_cli.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `moe-engine costmodel ARGS` (ARGS as shell words) and collects it.
+Outcome Costmodel(const std::string& args) {
+  // One directory per test process: ctest runs the tests in parallel.
+  const fs::path dir = fs::path(testing::TempDir()) /
+                       ("costmodel_cli_" + std::to_string(::getpid()) + "_" +
+                        testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::create_directories(dir);
+  const std::string cmd = std::string(MOE_ENGINE_BIN) + " costmodel " + args + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  const int status = std::system(cmd.c_str());
+  Outcome r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = Slurp(dir / "out");
+  r.err = Slurp(dir / "err");
+  return r;
+}
+
+double Kernel(const nlohmann::json& j, const std::string& name, const std::string& field) {
+  for (const auto& k : j["kernels"]) {
+    if (k["name"] == name) return k[field].get<double>();
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  return 0;
+}
+
+TEST(CostmodelCli, LingPrefillJsonHasSeed000Figures) {
+  const Outcome r = Costmodel(
+      "--hardware tpu-v7x --model ling-2.6-1t --phase prefill --tokens 16384 --ep 32 "
+      "--dtype fp8 --shared-rows routed --bts 160 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["devices"], 32);
+  EXPECT_EQ(j["topology"], "torus 2x2x4");
+  const double flops = Kernel(j, "expert_ffn", "flops") + Kernel(j, "shared_expert", "flops");
+  EXPECT_NEAR(flops, 824.6e9, 0.02 * 824.6e9);
+  EXPECT_NEAR(Kernel(j, "dispatch", "link_s") * 1e3, 0.34, 0.02 * 0.34);
+  EXPECT_NEAR(Kernel(j, "expert_ffn", "weight_hbm_s") * 1e3, 0.44, 0.02 * 0.44);
+  EXPECT_GT(j["step_s"].get<double>(), 0);
+}
+
+TEST(CostmodelCli, DecodeTable) {
+  const Outcome r = Costmodel(
+      "--hardware h200 --model qwen3-235b-a22b --phase decode --tokens 256 --ep 8 "
+      "--overlap hide-comm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("qwen3-235b-a22b on 8 x h200 (8 chips, switch)"));
+  EXPECT_THAT(r.out, HasSubstr("attention_mha"));
+  EXPECT_THAT(r.out, HasSubstr("expert_ffn"));
+  EXPECT_THAT(r.out, HasSubstr("MoE layer"));
+}
+
+TEST(CostmodelCli, SwitchPhase) {
+  Outcome r =
+      Costmodel("--hardware h200 --model qwen3-235b-a22b --phase switch --devices 8 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["expert_bytes_per_device"].get<double>(), 56.77e9, 0.02 * 56.77e9);
+  EXPECT_NEAR(j["bytes_moved"].get<double>(), 49.67e9, 0.02 * 49.67e9);
+  EXPECT_NEAR(j["time_s"].get<double>() * 1e3, 157.7, 0.02 * 157.7);
+  r = Costmodel("--hardware h200 --model qwen3-235b-a22b --phase switch --devices 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bytes moved per device:  49.68 GB"));
+}
+
+TEST(CostmodelCli, Errors) {
+  Outcome r = Costmodel("--hardware a100 --model ling-2.6-1t --tokens 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown hardware 'a100' (known: b200, h100, h200, tpu-v7x"));
+  r = Costmodel("--hardware h200 --model gpt5 --tokens 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown model 'gpt5' (known: deepseek-v3, ling-2.6-1t, "
+                               "ling3-tiny, qwen3-235b-a22b"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --tokens abc");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tokens"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --tokens 0");
+  EXPECT_EQ(r.code, 2);
+  r = Costmodel("--hardware h200 --model ling3-tiny --phase train --tokens 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--phase"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --phase decode");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs --tokens"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --phase switch");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs --devices"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --tokens 8 --ep 4 --devices 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("ep must be 1"));
+  r = Costmodel("--hardware h200 --model ling3-tiny --tokens 8 --catalog /nonexistent");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("known: (none)"));
+  r = Costmodel("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--hardware"));
+}
+
+}  // namespace
