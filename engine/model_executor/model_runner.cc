@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/stopwatch.h"
 #include "engine/distributed/inproc_communicator.h"
 #include "engine/model_executor/device_worker.h"
 #include "engine/model_executor/expert_mover.h"
@@ -214,7 +214,7 @@ class ModelRunnerImpl final : public ModelRunner {
     RETURN_IF_ERROR(poisoned_);
     const ParallelMode from = parallel_mode();
     if (from == target) return SwitchStats{.from = from, .to = target};
-    const auto t0 = std::chrono::steady_clock::now();
+    const SteadyClock::time_point t0 = SteadyClock::now();
     RETURN_IF_ERROR(CheckSwitch(config_, map_, buffers_));
     if (Status s = mover_->Pause(); !s.ok()) {
       return FailedPrecondition("cannot switch parallelism: " + s.message());
@@ -223,9 +223,7 @@ class ModelRunnerImpl final : public ModelRunner {
     job_ = Job{.kind = JobKind::kReshard, .target = target, .fault = fault};
     RunJob();
     mover_->Resume();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const Status s = FoldSwitch(from, target, switches_, ms, &last_switch_);
+    const Status s = FoldSwitch(from, target, switches_, MsSince(t0), &last_switch_);
     if (s.code() == StatusCode::kInternal) poisoned_ = s;
     if (!s.ok()) return s;
     return last_switch_;

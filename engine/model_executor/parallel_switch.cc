@@ -5,15 +5,13 @@
 #include <cstring>
 #include <string>
 
+#include "base/stopwatch.h"
+
 namespace sy::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 }  // namespace
 

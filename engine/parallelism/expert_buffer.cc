@@ -9,16 +9,14 @@
 #include <new>
 #include <string>
 
+#include "base/stopwatch.h"
+
 namespace sy::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 constexpr std::align_val_t kAlign{64};
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 void Copy(float* dst, const float* src, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));

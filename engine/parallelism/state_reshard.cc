@@ -11,18 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "base/stopwatch.h"
 #include "engine/parallelism/state_blocks.h"
 
 namespace sy::engine {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 using state_blocks::BlockStore;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // The phases as state_reshard.h names them (FaultPlan's kPermute is pack).
 std::string PhaseName(ReshardPhase phase) {

@@ -6,9 +6,9 @@
 // loop thread, between steps.
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <string>
 
+#include "base/stopwatch.h"
 #include "engine/scheduler/rehome.h"
 #include "engine/server/engine.h"
 
@@ -129,7 +129,7 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
 }
 
 Result<json> Engine::RehomeForEp() {
-  const auto t0 = std::chrono::steady_clock::now();
+  const SteadyClock::time_point t0 = SteadyClock::now();
   const std::vector<RehomeItem> items = scheduler_->RehomeItems();
   const RehomePlan plan = LongestFirstAssignment(items, scheduler_->RehomeCapacities());
   std::vector<int64_t> before(runner_->devices(), 0);
@@ -146,15 +146,13 @@ Result<json> Engine::RehomeForEp() {
   }
   std::vector<int64_t> after(runner_->devices(), 0);
   for (const RehomeItem& it : scheduler_->RehomeItems()) after[it.home] += it.pages;
-  return json{
-      {"requests", static_cast<int64_t>(items.size())},
-      {"moved", moved},
-      {"moved_pages", moved_pages},
-      {"fits", plan.fits},
-      {"pages_before", before},
-      {"pages_after", after},
-      {"ms",
-       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()}};
+  return json{{"requests", static_cast<int64_t>(items.size())},
+              {"moved", moved},
+              {"moved_pages", moved_pages},
+              {"fits", plan.fits},
+              {"pages_before", before},
+              {"pages_after", after},
+              {"ms", MsSince(t0)}};
 }
 
 Result<json> Engine::SwitchCommand(const json& args) {
