@@ -20,6 +20,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "DATA_LOSS";
     case StatusCode::kInternal:
       return "INTERNAL";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
   }
   return "INTERNAL";
 }

@@ -32,6 +32,7 @@ enum class StatusCode {
   kUnavailable,         // transient I/O or peer problem
   kDataLoss,            // stored data is corrupt
   kInternal,            // a bug on our side
+  kPermissionDenied,    // the caller is known but its role may not do this
 };
 
 // "OK", "INVALID_ARGUMENT", "NOT_FOUND", ... as used on the wire.
@@ -70,6 +71,9 @@ inline Status ResourceExhausted(std::string m) {
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // Either a T or the Status explaining why there is none.
 // REQUIRES: value() only when ok().

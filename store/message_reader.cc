@@ -51,7 +51,7 @@ class MessageReader {
  public:
   explicit MessageReader(Db& db) : db_(db) {}
 
-  Status ReadAll(const std::string& id, int64_t rid, int64_t from, int64_t to,
+  Status ReadAll(const std::string& id, int64_t rid, int64_t from, int64_t to, bool with_spans,
                  std::vector<Timed>& all);
 
  private:
@@ -153,9 +153,9 @@ Result<tel::Message> ParseStored(const Db& db, std::string_view topic, const jso
 }
 
 Result<std::vector<tel::Message>> ReadMessages(Db& db, const std::string& run, int64_t rid,
-                                               int64_t from_us, int64_t to_us) {
+                                               int64_t from_us, int64_t to_us, bool with_spans) {
   std::vector<Timed> all;
-  RETURN_IF_ERROR(MessageReader(db).ReadAll(run, rid, from_us, to_us, all));
+  RETURN_IF_ERROR(MessageReader(db).ReadAll(run, rid, from_us, to_us, with_spans, all));
   std::stable_sort(all.begin(), all.end(), [](const Timed& a, const Timed& b) {
     if (a.t_us != b.t_us) return a.t_us < b.t_us;
     if (a.topic != b.topic) return a.topic < b.topic;
@@ -168,7 +168,7 @@ Result<std::vector<tel::Message>> ReadMessages(Db& db, const std::string& run, i
 }
 
 Status MessageReader::ReadAll(const std::string& id, int64_t rid, int64_t from, int64_t to,
-                              std::vector<Timed>& all) {
+                              bool with_spans, std::vector<Timed>& all) {
   const Window w{id, rid, from, to};
   const std::string where = " WHERE run = ?1 AND t_us >= ?2 AND t_us < ?3 ORDER BY t_us, seq, id";
 
@@ -209,25 +209,27 @@ Status MessageReader::ReadAll(const std::string& id, int64_t rid, int64_t from, 
              return Status::Ok();
            }));
 
-  RETURN_IF_ERROR(ReadGrouped<tel::Spans>(
-      "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, c.layer, n.s, k.s, "
-      "c.start_us, c.dur_us, c.tokens, c.flops, c.bytes FROM span_batches b "
-      "LEFT JOIN spans c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
-      "LEFT JOIN names k ON k.id = c.kind",
-      "span_batches", &tel::Spans::spans, "spans", w, all, [](const Stmt&, tel::Spans&) {},
-      [](const Stmt& st) {
-        tel::Span s;
-        s.device = static_cast<int>(st.Int(7));
-        s.layer = static_cast<int>(st.Int(8));
-        s.name = st.Text(9);
-        s.kind = st.Text(10);
-        s.start_us = st.Int(11);
-        s.dur_us = st.Int(12);
-        s.tokens = st.Int(13);
-        s.flops = st.Int(14);
-        s.bytes = st.Int(15);
-        return s;
-      }));
+  if (with_spans) {
+    RETURN_IF_ERROR(ReadGrouped<tel::Spans>(
+        "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, c.layer, n.s, k.s, "
+        "c.start_us, c.dur_us, c.tokens, c.flops, c.bytes FROM span_batches b "
+        "LEFT JOIN spans c ON c.batch = b.id LEFT JOIN names n ON n.id = c.name "
+        "LEFT JOIN names k ON k.id = c.kind",
+        "span_batches", &tel::Spans::spans, "spans", w, all, [](const Stmt&, tel::Spans&) {},
+        [](const Stmt& st) {
+          tel::Span s;
+          s.device = static_cast<int>(st.Int(7));
+          s.layer = static_cast<int>(st.Int(8));
+          s.name = st.Text(9);
+          s.kind = st.Text(10);
+          s.start_us = st.Int(11);
+          s.dur_us = st.Int(12);
+          s.tokens = st.Int(13);
+          s.flops = st.Int(14);
+          s.bytes = st.Int(15);
+          return s;
+        }));
+  }
 
   RETURN_IF_ERROR(ReadGrouped<tel::KernelStats>(
       "SELECT b.seq, b.t_us, b.v, b.step, b.id, b.n, c.idx, c.device, n.s, k.s, c.count, "

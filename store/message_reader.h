@@ -24,9 +24,10 @@ namespace sy::store {
 // ordered by (t, topic order = Message alternative index, seq, arrival).
 // DATA_LOSS naming the table and row id for a row that cannot become its
 // message. REQUIRES: the caller holds a read transaction, so every table is
-// read from one snapshot.
+// read from one snapshot. Without `with_spans` the spans tables are not read.
 Result<std::vector<telemetry::Message>> ReadMessages(Db& db, const std::string& run, int64_t rid,
-                                                     int64_t from_us, int64_t to_us);
+                                                     int64_t from_us, int64_t to_us,
+                                                     bool with_spans = true);
 
 // telemetry::FromJson of stored JSON (`where` names its column); DATA_LOSS
 // when it is not JSON or not a valid message.

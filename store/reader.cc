@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <utility>
 
 #include "store/message_reader.h"
 #include "store/run_rows.h"
@@ -34,6 +36,7 @@ RunInfo RunFromRow(const Stmt& st) {
   r.engine_dropped = st.Int(12);
   r.arch = st.Text(13);
   r.state_slots_per_device = static_cast<int>(st.Int(14));
+  r.session_id = st.Int(16);
   return r;
 }
 
@@ -74,12 +77,13 @@ class Reader::Impl {
     return std::get<tel::Meta>(std::move(m));
   }
 
-  Result<std::vector<tel::Message>> Messages(const std::string& id, int64_t from, int64_t to) {
+  Result<std::vector<tel::Message>> Messages(const std::string& id, int64_t from, int64_t to,
+                                             bool with_spans) {
     ASSIGN_OR_RETURN(int64_t rid, Rid(id));
     // One read transaction: every table is read from the same snapshot even
     // while the Writer commits.
     RETURN_IF_ERROR(db_.Exec("BEGIN", "reading"));
-    Result<std::vector<tel::Message>> out = ReadMessages(db_, id, rid, from, to);
+    Result<std::vector<tel::Message>> out = ReadMessages(db_, id, rid, from, to, with_spans);
     db_.Exec("COMMIT", "reading").IgnoreError();
     return out;
   }
@@ -113,6 +117,106 @@ class Reader::Impl {
       out.push_back(std::move(c));
     }
     return out;
+  }
+
+  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t, bool forward) {
+    ASSIGN_OR_RETURN(int64_t rid, Rid(id));
+    const std::string cmp = forward ? "t_us > ?2" : "t_us < ?2";
+    const std::string order =
+        forward ? "ORDER BY t_us, id LIMIT 1" : "ORDER BY t_us DESC, id DESC LIMIT 1";
+    std::optional<EventMark> best;
+    {
+      ASSIGN_OR_RETURN(Stmt st,
+                       Stmt::Prepare(db_,
+                                     "SELECT t_us, kind, name, phase, message FROM events "
+                                     "WHERE run = ?1 AND " +
+                                         cmp +
+                                         " AND kind NOT IN "
+                                         "('policy', 'scheduler') AND NOT (kind = 'rebalance' AND "
+                                         "phase IN ('planned', 'layer')) " +
+                                         order));
+      st.Bind(1, rid).Bind(2, t);
+      ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+      if (row) best = EventMark{st.Int(0), st.Text(1), st.Text(2), st.Text(3), st.Text(4), true};
+    }
+    // Commands are few (operator actions): their (run, id) index suffices.
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_,
+                                            "SELECT t_us, text, ok, reply FROM commands "
+                                            "WHERE run = ?1 AND t_us > 0 AND " +
+                                                cmp + " " + order));
+    st.Bind(1, rid).Bind(2, t);
+    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+    if (row) {
+      const int64_t ct = st.Int(0);
+      if (!best || (forward ? ct < best->t_us : ct > best->t_us)) {
+        best = EventMark{ct, "command", st.Text(1), "", st.Text(3), st.Int(2) != 0};
+      }
+    }
+    return best;
+  }
+
+  Result<int64_t> StepTime(const std::string& id, int64_t step) {
+    ASSIGN_OR_RETURN(int64_t rid, Rid(id));
+    // (step, t_us) of the first stored step at or after t: one index probe.
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_,
+                                            "SELECT step, t_us FROM steps WHERE run = ?1 "
+                                            "AND t_us >= ?2 ORDER BY t_us LIMIT 1"));
+    auto first_at = [&](int64_t t) -> Result<std::optional<std::pair<int64_t, int64_t>>> {
+      st.Reset();
+      st.Bind(1, rid).Bind(2, t);
+      ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+      if (!row) return std::optional<std::pair<int64_t, int64_t>>();
+      return std::optional<std::pair<int64_t, int64_t>>({st.Int(0), st.Int(1)});
+    };
+    ASSIGN_OR_RETURN(auto first, first_at(std::numeric_limits<int64_t>::min()));
+    if (!first) return NotFound("run '" + id + "' in " + db_.path() + " has no steps");
+    if (first->first >= step) return first->second;
+    // Invariant: the first step at or after lo is numbered < `step`, the
+    // first at or after hi >= `step`; steps grow with time, so at hi = lo + 1
+    // the first step at or after hi is the one sought.
+    int64_t lo = first->second;
+    ASSIGN_OR_RETURN(Stmt last, Stmt::Prepare(db_, "SELECT max(t_us) FROM steps WHERE run = ?1"));
+    last.Bind(1, rid);
+    ASSIGN_OR_RETURN(bool has_last, last.Step("reading"));
+    const int64_t hi_t = has_last && !last.IsNull(0) ? last.Int(0) : lo;
+    ASSIGN_OR_RETURN(auto at_hi, first_at(hi_t));
+    if (!at_hi || at_hi->first < step) {
+      return NotFound("run '" + id + "' in " + db_.path() + " has no step " + std::to_string(step) +
+                      " (last " + std::to_string(at_hi ? at_hi->first : first->first) + ")");
+    }
+    int64_t hi = hi_t;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      ASSIGN_OR_RETURN(auto at, first_at(mid));
+      if (at && at->first >= step) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    ASSIGN_OR_RETURN(auto found, first_at(hi));
+    return found->second;
+  }
+
+  Result<std::optional<tel::Meta>> MetaAt(const std::string& id, int64_t t) {
+    ASSIGN_OR_RETURN(int64_t rid, Rid(id));
+    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_,
+                                            "SELECT id, body, seq, t_us, v FROM metas WHERE "
+                                            "run = ?1 AND t_us <= ?2 ORDER BY t_us DESC, "
+                                            "id DESC LIMIT 1"));
+    st.Bind(1, rid).Bind(2, t);
+    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
+    if (!row) return std::optional<tel::Meta>();
+    json j = json::parse(st.Text(1), nullptr, false);
+    if (j.is_object()) {  // the envelope lives in columns, as Messages() rebuilds it
+      j["v"] = st.Int(4);
+      j["run"] = id;
+      j["seq"] = st.Int(2);
+      j["t"] = st.Int(3);
+    }
+    ASSIGN_OR_RETURN(tel::Message m, ParseStored(db_, tel::kTopicMeta, j,
+                                                 "metas row " + std::to_string(st.Int(0))));
+    return std::optional<tel::Meta>(std::get<tel::Meta>(std::move(m)));
   }
 
  private:
@@ -154,10 +258,25 @@ Result<RunInfo> Reader::GetRun(const std::string& id) { return impl_->GetRun(id)
 Result<telemetry::Meta> Reader::GetMeta(const std::string& id) { return impl_->GetMeta(id); }
 Result<std::vector<telemetry::Message>> Reader::Messages(const std::string& id, int64_t from_us,
                                                          int64_t to_us) {
-  return impl_->Messages(id, from_us, to_us);
+  return impl_->Messages(id, from_us, to_us, true);
 }
 Result<std::vector<CommandRecord>> Reader::Commands(const std::string& id) {
   return impl_->Commands(id);
+}
+Result<std::vector<telemetry::Message>> Reader::MessagesWithoutSpans(const std::string& id,
+                                                                     int64_t from_us,
+                                                                     int64_t to_us) {
+  return impl_->Messages(id, from_us, to_us, false);
+}
+Result<std::optional<EventMark>> Reader::NearestEvent(const std::string& id, int64_t t_us,
+                                                      bool forward) {
+  return impl_->NearestEvent(id, t_us, forward);
+}
+Result<int64_t> Reader::StepTime(const std::string& id, int64_t step) {
+  return impl_->StepTime(id, step);
+}
+Result<std::optional<telemetry::Meta>> Reader::MetaAt(const std::string& id, int64_t t_us) {
+  return impl_->MetaAt(id, t_us);
 }
 
 }  // namespace sy::store

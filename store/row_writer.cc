@@ -43,6 +43,8 @@ Result<int64_t> StepInt(Stmt& st) {
 Result<std::unique_ptr<RowWriter>> RowWriter::Open(const std::string& path,
                                                    const WriterOptions& options) {
   std::unique_ptr<RowWriter> w(new RowWriter());
+  w->session_hosts_ = options.session_hosts;
+  w->session_started_unix_ms_ = NowUnixMs();
   RETURN_IF_ERROR(w->lock_.Acquire(path));
   ASSIGN_OR_RETURN(w->db_, Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   // Readers (the console's replay) may hold the file briefly; wait, don't fail.
@@ -110,6 +112,9 @@ Status RowWriter::Prepare() {
       {&add_dropped_, "UPDATE runs SET store_dropped = store_dropped + ?2 WHERE rid = ?1"},
       {&end_session_run_,
        "UPDATE runs SET status = 1, ended_unix_ms = ?2 WHERE rid = ?1 AND status = 0"},
+      {&insert_session_,
+       "INSERT INTO sessions (started_unix_ms, hosts) VALUES (?1, ?2) RETURNING id"},
+      {&set_run_session_, "UPDATE runs SET session_id = ?2 WHERE rid = ?1"},
       {&find_name_, "SELECT id FROM names WHERE s = ?1"},
       {&insert_name_, "INSERT INTO names (s) VALUES (?1) RETURNING id"},
       {&ins_meta_, "INSERT INTO metas (run, seq, t_us, v, body) VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -208,17 +213,33 @@ Result<int64_t> RowWriter::RunRid(const std::string& run, bool revive) {
   int64_t rid = -1;
   if (revive) {
     ASSIGN_OR_RETURN(rid, StepInt(upsert_run_.Bind(1, run).Bind(2, NowUnixMs())));
+    if (rid < 0) return Internal("no rid for run '" + run + "' in " + db_.path());
     live_.insert(rid);
+    RETURN_IF_ERROR(JoinSession(rid));
   } else {
     ASSIGN_OR_RETURN(rid, StepInt(find_run_.Bind(1, run)));
     if (rid < 0) {
       ASSIGN_OR_RETURN(rid, StepInt(insert_run_.Bind(1, run).Bind(2, NowUnixMs())));
+      if (rid < 0) return Internal("no rid for run '" + run + "' in " + db_.path());
       live_.insert(rid);
+      RETURN_IF_ERROR(JoinSession(rid));
     }
   }
-  if (rid < 0) return Internal("no rid for run '" + run + "' in " + db_.path());
   rids_[run] = rid;
   return rid;
+}
+
+Status RowWriter::JoinSession(int64_t rid) {
+  if (session_ == 0) {
+    // Inside the batch's transaction: should it roll back, writing stops
+    // for good (Writer), so a session id that was never committed is not
+    // used again.
+    ASSIGN_OR_RETURN(
+        session_,
+        StepInt(insert_session_.Bind(1, session_started_unix_ms_).Bind(2, session_hosts_)));
+    if (session_ <= 0) return Internal("no session row in " + db_.path());
+  }
+  return set_run_session_.Bind(1, rid).Bind(2, session_).Run();
 }
 
 Result<int64_t> RowWriter::NameId(const std::string& s) {

@@ -9,7 +9,8 @@
 // its row (or sets an existing row back to "live": a console restarted while
 // the engine kept running); EndRun sets "ended"/"abnormal"; Close() sets the
 // runs this session made live and nobody ended to "ended". Open() marks runs
-// left "live" by a writer that died as "interrupted".
+// left "live" by a writer that died as "interrupted". Each run this RowWriter
+// makes live is linked to its `sessions` row (created with the first one).
 //
 // Internal to store/. Thread-safety: one thread at a time (the writer thread).
 #pragma once
@@ -90,6 +91,8 @@ class RowWriter {
   // is false (then an existing row's status is left alone).
   Result<int64_t> RunRid(const std::string& run, bool revive);
   Result<int64_t> NameId(const std::string& s);
+  // Links `rid` to this RowWriter's session, creating the sessions row first.
+  Status JoinSession(int64_t rid);
   Status Put(const telemetry::Message& m);
   Status Put(const CommandRecord& c);
   Status Put(const EndRunOp& e);
@@ -99,7 +102,7 @@ class RowWriter {
   FileLock lock_;
   Db db_;
   Stmt upsert_run_, find_run_, insert_run_, end_run_, update_run_, update_run_meta_, update_run_hb_,
-      add_dropped_, end_session_run_;
+      add_dropped_, end_session_run_, insert_session_, set_run_session_;
   Stmt find_name_, insert_name_;
   Stmt ins_meta_, ins_step_, ins_span_batch_, ins_span_, ins_kstat_batch_, ins_kstat_, ins_occ_,
       ins_occ_dev_, ins_experts_, ins_request_, ins_event_, ins_heartbeat_, ins_command_,
@@ -109,6 +112,9 @@ class RowWriter {
   std::unordered_set<int64_t> live_;  // runs this session made live and nobody ended
   std::unordered_map<std::string, int64_t> names_;
   std::unordered_map<int64_t, RunAgg> agg_;  // this batch
+  std::string session_hosts_;
+  int64_t session_started_unix_ms_ = 0;
+  int64_t session_ = 0;  // sessions.id; 0 until the first run is made live
 };
 
 }  // namespace sy::store

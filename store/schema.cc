@@ -248,18 +248,31 @@ ALTER TABLE expert_load ADD COLUMN slot_device BLOB NOT NULL DEFAULT x'00';
 ALTER TABLE expert_load ADD COLUMN balancedness TEXT NOT NULL DEFAULT '[]';
 )sql";
 
+// v4 -> v5: console sessions (docs/STORE.md "v5"). One console (one
+// Writer) may record several engines at once (`moe-console --connect` given
+// more than once: data-parallel ranks, a prefill and a decode engine); each
+// engine's stream stays its own run, and `sessions` ties the runs of one
+// console together. Runs recorded before have no session (NULL), which is
+// what they were: no console linked them.
+constexpr std::string_view kV5 = R"sql(
+CREATE TABLE sessions (
+  id INTEGER PRIMARY KEY,
+  started_unix_ms INTEGER NOT NULL,
+  hosts TEXT NOT NULL DEFAULT ''
+);
+ALTER TABLE runs ADD COLUMN session_id INTEGER REFERENCES sessions (id);
+CREATE INDEX runs_session ON runs (session_id);
+)sql";
+
 struct Migration {
   int to_version;
   std::string_view sql;
 };
 
-// Applied in order; append v4 here (and bump kSchemaVersion) without touching
+// Applied in order; append v6 here (and bump kSchemaVersion) without touching
 // earlier entries: files in the field went through them.
 constexpr Migration kMigrations[] = {
-    {1, kV1},
-    {2, kV2},
-    {3, kV3},
-    {4, kV4},
+    {1, kV1}, {2, kV2}, {3, kV3}, {4, kV4}, {5, kV5},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 

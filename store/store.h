@@ -13,6 +13,12 @@
 // stays intact (the failed transaction is rolled back). One Writer per file:
 // a second one is refused (FAILED_PRECONDITION) while the first is open.
 //
+// Sessions: every run a Writer records is linked to one `sessions` row made
+// for that Writer, so the runs of several engines recorded by one console
+// (moe-console --connect A --connect B) can be found together. A run revived
+// by a later Writer (console restarted, engine kept running) moves to the
+// later session.
+//
 // Run status: the first message of a run makes it "live"; EndRun() sets
 // "ended" or "abnormal"; the Writer's destructor ends the runs it made live;
 // a Writer opening a file whose runs are still "live" (their writer died)
@@ -39,7 +45,7 @@ namespace sy::store {
 
 // PRAGMA user_version of a file this build writes. Older files are migrated on
 // open by the Writer; newer ones are refused (FAILED_PRECONDITION).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 struct WriterOptions {
   size_t queue_capacity = 200000;  // messages
@@ -57,6 +63,10 @@ struct WriterOptions {
   // full disk (RESOURCE_EXHAUSTED, writing stops), so it bounds the store and
   // lets tests exercise the disk-full path deterministically.
   int64_t max_file_bytes = 0;
+  // Recorded in sessions.hosts: what this console connected to (e.g. the
+  // telemetry endpoints, comma-separated). Every run this Writer records
+  // belongs to one session row, created with the first such run.
+  std::string session_hosts;
 };
 
 struct WriterCounters {
@@ -125,6 +135,19 @@ struct RunInfo {
   int64_t ended_unix_ms = 0;    // 0 while live
   int64_t store_dropped = 0;    // messages of this run the Writer dropped (queue full)
   int64_t engine_dropped = 0;   // engine-side drops, from the latest Heartbeat
+  // sessions.id of the console session (one Writer) that last recorded the
+  // run; its sibling runs share it. 0 for runs recorded before schema v5.
+  int64_t session_id = 0;
+};
+
+// An event or command as replay navigation names it.
+struct EventMark {
+  int64_t t_us = 0;
+  std::string kind;     // the event's kind, or "command" for a recorded command
+  std::string name;     // the event's name, or the command text as typed
+  std::string phase;    // "" for commands: see `ok`
+  std::string message;  // the event's message, or the command's reply
+  bool ok = true;       // commands: whether it succeeded
 };
 
 class Reader {
@@ -143,7 +166,30 @@ class Reader {
   // messages that were received, ordered by (t, topic order, seq).
   Result<std::vector<telemetry::Message>> Messages(const std::string& id, int64_t from_us,
                                                    int64_t to_us);
+  // As Messages without the Spans messages (whose tables are not read):
+  // the largest part of a full trace, which a reader rebuilding the state
+  // at a point needs only for the last few steps (replay seeks).
+  Result<std::vector<telemetry::Message>> MessagesWithoutSpans(const std::string& id,
+                                                               int64_t from_us, int64_t to_us);
   Result<std::vector<CommandRecord>> Commands(const std::string& id);
+
+  // Replay navigation; each is an indexed query (events and steps by
+  // (run, t_us)), so its cost does not grow with the run's length.
+  //
+  // The nearest event of the run strictly after `t_us` (forward) or strictly
+  // before it (backward), or nullopt if none: an operator command recorded
+  // with an engine time, or an event other than the frequent kinds a reader
+  // steps over (`policy` decisions, `scheduler` retractions, a rebalance's
+  // `planned` and per-`layer` phases). Events win ties with commands.
+  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t_us, bool forward);
+  // Engine time of the run's first stored step numbered >= `step` (steps
+  // grow with time within a run, so this is a binary search over the
+  // (run, t_us) index: ~log2(duration) probes). NOT_FOUND when the run has
+  // no step that far.
+  Result<int64_t> StepTime(const std::string& id, int64_t step);
+  // The run's latest Meta with t <= t_us (the model and layout in force
+  // then), or nullopt when none is stored that early. One indexed probe.
+  Result<std::optional<telemetry::Meta>> MetaAt(const std::string& id, int64_t t_us);
 
   class Impl;
 

@@ -5,6 +5,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "telemetry/zap_handler.h"
+
 namespace sy::telemetry {
 
 namespace {
@@ -30,7 +32,11 @@ class ControlServer::Impl {
  public:
   Impl() : ctx_(1), sock_(ctx_, zmq::socket_type::router) {}
 
-  Status Bind(const std::string& endpoint) {
+  Status Bind(const std::string& endpoint, const std::optional<CurveServer>& curve) {
+    if (curve) {
+      ASSIGN_OR_RETURN(zap_, ZapHandler::Start(ctx_, sock_, "control", *curve));
+      RETURN_IF_ERROR(ApplyCurveServer(sock_, *curve));
+    }
     try {
       // Replies to a client that has gone away must not delay shutdown.
       sock_.set(zmq::sockopt::linger, 0);
@@ -94,7 +100,7 @@ class ControlServer::Impl {
           nullptr, InvalidArgument("request body is " + std::to_string(frames[body_at].size()) +
                                    " bytes, the limit is " + std::to_string(kMaxRequestBytes)));
     } else {
-      reply = Handle(frames[body_at].to_string_view(), handler);
+      reply = Handle(frames[body_at].to_string_view(), UserIdOf(frames[body_at]), handler);
     }
     std::string body = EncodeReply(reply);
     try {
@@ -107,9 +113,11 @@ class ControlServer::Impl {
     }
   }
 
-  static CommandReply Handle(std::string_view body, const CommandHandler& handler) {
+  static CommandReply Handle(std::string_view body, std::string user_id,
+                             const CommandHandler& handler) {
     Result<CommandRequest> req = DecodeRequest(body);
     if (!req.ok()) return ErrorReply(SalvageId(body), req.status());
+    req->user_id = std::move(user_id);
     CommandReply reply;
     try {
       reply = handler(*req);
@@ -122,20 +130,28 @@ class ControlServer::Impl {
     return reply;
   }
 
-  // Declared before sock_ so the socket closes before the context terminates.
+  // Declared before sock_ so the socket closes before the context terminates,
+  // and the ZAP handler (when CURVE is on) outlives the socket it guards.
   zmq::context_t ctx_;
+  std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t sock_;
   std::string endpoint_;
 };
 
 Result<std::unique_ptr<ControlServer>> ControlServer::Bind(const std::string& endpoint) {
+  return Bind(ControlServerOptions{.endpoint = endpoint, .curve = std::nullopt});
+}
+
+Result<std::unique_ptr<ControlServer>> ControlServer::Bind(const ControlServerOptions& options) {
+  RETURN_IF_ERROR(
+      CheckBindSecurity("control ROUTER socket", options.endpoint, options.curve.has_value()));
   std::unique_ptr<Impl> impl;
   try {
     impl = std::make_unique<Impl>();
   } catch (const zmq::error_t& e) {
     return Unavailable(std::string("cannot create control ROUTER socket: ") + e.what());
   }
-  RETURN_IF_ERROR(impl->Bind(endpoint));
+  RETURN_IF_ERROR(impl->Bind(options.endpoint, options.curve));
   return std::unique_ptr<ControlServer>(new ControlServer(std::move(impl)));
 }
 
@@ -157,7 +173,8 @@ class ControlClient::Impl {
   explicit Impl(std::string endpoint)
       : endpoint_(std::move(endpoint)), ctx_(1), sock_(ctx_, zmq::socket_type::dealer) {}
 
-  Status Connect() {
+  Status Connect(const std::optional<CurveClient>& curve) {
+    if (curve) RETURN_IF_ERROR(ApplyCurveClient(sock_, *curve));
     try {
       sock_.set(zmq::sockopt::linger, 0);
       // Queue only to a live connection: a request must not sit in a buffer
@@ -224,14 +241,15 @@ class ControlClient::Impl {
   zmq::socket_t sock_;
 };
 
-Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string& endpoint) {
+Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string& endpoint,
+                                                              std::optional<CurveClient> curve) {
   std::unique_ptr<Impl> impl;
   try {
     impl = std::make_unique<Impl>(endpoint);
   } catch (const zmq::error_t& e) {
     return Unavailable(std::string("cannot create control DEALER socket: ") + e.what());
   }
-  RETURN_IF_ERROR(impl->Connect());
+  RETURN_IF_ERROR(impl->Connect(curve));
   return std::unique_ptr<ControlClient>(new ControlClient(std::move(impl)));
 }
 

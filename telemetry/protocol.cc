@@ -37,7 +37,7 @@ using nlohmann::json;
 #define SY_META(X)                                                                      \
   X(model) X(devices) X(layout) X(trace_level) X(paused) X(started_unix_ms) X(workload) \
   X(expert_device) X(kv_pages_per_device) X(state_slots_per_device)
-#define SY_META_OPTIONAL(X) X(policy)
+#define SY_META_OPTIONAL(X) X(policy) X(backend)
 #define SY_STEP(X)                                                                      \
   X(step) X(start_us) X(dur_us) X(prefill_tokens) X(decode_tokens) X(batch_requests)    \
   X(running) X(waiting) X(finished_total) X(generated_total)
@@ -46,7 +46,7 @@ using nlohmann::json;
 #define SY_OCCUPANCY(X)                                                                 \
   X(step) X(devices) X(running) X(waiting) X(prefill_tokens) X(decode_tokens)
 #define SY_EXPERT_LOAD(X) X(step) X(counts) X(expert_device)
-#define SY_EXPERT_LOAD_OPTIONAL(X) X(phy2log) X(slot_device) X(balancedness)
+#define SY_EXPERT_LOAD_OPTIONAL(X) X(phy2log) X(slot_device) X(balancedness) X(steps)
 #define SY_REQUEST_DONE(X)                                                              \
   X(id) X(device) X(prompt_tokens) X(output_tokens) X(arrival_us) X(ttft_us) X(tpot_us) \
   X(e2e_us) X(finish)

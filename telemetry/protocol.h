@@ -101,6 +101,12 @@ struct Meta {
   // Optional on the wire: the TP/EP switch policy in force, as the `policy`
   // command returns it ({"mode", "t_high", "t_low", ...}); {} when absent.
   nlohmann::json policy = nlohmann::json::object();
+  // Optional on the wire: the backend that produced the run. {"kind": "cpu",
+  // "clock": "wall"}, or for the simulated cluster {"kind": "sim", "clock":
+  // "virtual", "speed", "hardware", "model", "dtype", "efficiency": {...},
+  // "overlap", "routing": {"skew", "drift_period_s", "drift_fraction",
+  // "seed"}} (docs/SIMULATION.md). {} when absent (runs recorded before it: cpu).
+  nlohmann::json backend = nlohmann::json::object();
 };
 
 // One per scheduler step that ran a batch.
@@ -205,6 +211,9 @@ struct ExpertLoad {
   std::vector<std::vector<int>> phy2log;
   std::vector<int> slot_device;
   std::vector<double> balancedness;
+  // Optional (1 when absent): steps whose counts this message sums; `step`
+  // is the last of them and balancedness their mean.
+  int steps = 1;
 };
 
 struct RequestDone {
@@ -298,6 +307,10 @@ struct CommandRequest {
   nlohmann::json id;  // number or string chosen by the client; echoed back
   std::string cmd;
   nlohmann::json args = nlohmann::json::object();
+  // Never on the wire: the ZAP User-Id the ControlServer read off the
+  // request's frames ("operator:alice", telemetry/access.h); empty on a
+  // socket without CURVE.
+  std::string user_id = {};
 };
 
 struct CommandReply {

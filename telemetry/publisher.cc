@@ -9,6 +9,8 @@
 #include <utility>
 #include <zmq.hpp>
 
+#include "telemetry/zap_handler.h"
+
 namespace sy::telemetry {
 
 namespace {
@@ -29,6 +31,7 @@ class Publisher::Impl {
       : options_(options),
         run_id_(std::move(run_id)),
         epoch_(epoch),
+        now_us_(options.now_us),
         ctx_(1),
         sock_(ctx_, zmq::socket_type::pub) {}
 
@@ -42,6 +45,10 @@ class Publisher::Impl {
   }
 
   Status Bind() {
+    if (options_.curve) {
+      ASSIGN_OR_RETURN(zap_, ZapHandler::Start(ctx_, sock_, "telemetry", *options_.curve));
+      RETURN_IF_ERROR(ApplyCurveServer(sock_, *options_.curve));
+    }
     try {
       sock_.set(zmq::sockopt::linger, kLingerMs);
       sock_.set(zmq::sockopt::sndhwm, options_.sndhwm);
@@ -107,7 +114,10 @@ class Publisher::Impl {
     env.v = kSchemaVersion;
     env.run = run_id_;
     env.seq = next_seq_[std::string(TopicOf(m))]++;
-    env.t_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count();
+    env.t_us =
+        now_us_
+            ? now_us_()
+            : std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count();
   }
 
   // REQUIRES: mu_ held.
@@ -223,9 +233,12 @@ class Publisher::Impl {
   const PublisherOptions options_;
   const std::string run_id_;
   const Clock::time_point epoch_;
+  const std::function<int64_t()> now_us_;
   std::string endpoint_;
-  // Declared before sock_ so the socket closes before the context terminates.
+  // Declared before sock_ so the socket closes before the context terminates,
+  // and the ZAP handler (when CURVE is on) outlives the socket it guards.
   zmq::context_t ctx_;
+  std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t sock_;
 
   mutable std::mutex mu_;
@@ -248,6 +261,8 @@ Result<std::unique_ptr<Publisher>> Publisher::Start(const PublisherOptions& opti
   if (options.heartbeat_ms <= 0 || options.meta_ms <= 0) {
     return InvalidArgument("publisher heartbeat_ms and meta_ms must be > 0");
   }
+  RETURN_IF_ERROR(
+      CheckBindSecurity("telemetry PUB socket", options.endpoint, options.curve.has_value()));
   std::unique_ptr<Impl> impl;
   try {
     impl = std::make_unique<Impl>(options, std::move(run_id), epoch);

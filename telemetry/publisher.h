@@ -22,9 +22,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "telemetry/curve.h"
 #include "telemetry/protocol.h"
 
 namespace sy::telemetry {
@@ -35,10 +37,18 @@ struct PublisherOptions {
   int sndhwm = 100000;            // ZeroMQ send high-water mark, messages
   int heartbeat_ms = 500;
   int meta_ms = 1000;
+  // CURVE with a ZAP allow-list (telemetry/curve.h). Required to bind beyond
+  // loopback; any key in the allow-list (observer or operator) may subscribe.
+  std::optional<CurveServer> curve = std::nullopt;
   // Test seam, empty in production: the sender thread calls it before it
   // takes each batch off the queue. A test blocks in it to overflow the queue
   // deterministically (tests/telemetry/publisher_test.cc).
   std::function<void()> before_batch;
+  // The time envelopes are stamped with, in µs since the run's epoch; empty:
+  // the steady clock minus `epoch`. The simulated backend passes its virtual
+  // clock so every message of a sim run is on simulated time. Called from any
+  // thread (the sender stamps heartbeats): must be thread-safe.
+  std::function<int64_t()> now_us;
 };
 
 struct PublisherCounters {
@@ -51,7 +61,8 @@ class Publisher {
  public:
   // Binds the PUB socket and starts the sender thread. UNAVAILABLE (with the
   // ZeroMQ error text) if the endpoint cannot be bound; INVALID_ARGUMENT for
-  // queue_capacity == 0 or a non-positive heartbeat_ms / meta_ms.
+  // queue_capacity == 0 or a non-positive heartbeat_ms / meta_ms or a bad
+  // key; FAILED_PRECONDITION for an endpoint beyond loopback without curve.
   static Result<std::unique_ptr<Publisher>> Start(const PublisherOptions& options,
                                                   std::string run_id,
                                                   std::chrono::steady_clock::time_point epoch);

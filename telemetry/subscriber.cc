@@ -5,6 +5,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "telemetry/zap_handler.h"
+
 namespace sy::telemetry {
 
 class Subscriber::Impl {
@@ -12,6 +14,7 @@ class Subscriber::Impl {
   Impl() : ctx_(1), sock_(ctx_, zmq::socket_type::sub) {}
 
   Status Connect(const SubscriberOptions& options) {
+    if (options.curve) RETURN_IF_ERROR(ApplyCurveClient(sock_, *options.curve));
     try {
       sock_.set(zmq::sockopt::linger, 0);
       sock_.set(zmq::sockopt::rcvhwm, options.rcvhwm);

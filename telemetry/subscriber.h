@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "telemetry/curve.h"
 #include "telemetry/protocol.h"
 
 namespace sy::telemetry {
@@ -23,6 +24,9 @@ namespace sy::telemetry {
 struct SubscriberOptions {
   std::string endpoint = "tcp://127.0.0.1:5555";
   int rcvhwm = 100000;
+  // CURVE keys for an engine that requires them. A key the engine does not
+  // admit gets no messages at all (Receive times out), never an error.
+  std::optional<CurveClient> curve = std::nullopt;
 };
 
 struct SubscriberCounters {
@@ -36,7 +40,7 @@ struct SubscriberCounters {
 class Subscriber {
  public:
   // Connects (ZeroMQ connects lazily, so an absent engine is not an error).
-  // INVALID_ARGUMENT for an endpoint ZeroMQ rejects.
+  // INVALID_ARGUMENT for an endpoint ZeroMQ rejects or a bad key.
   static Result<std::unique_ptr<Subscriber>> Connect(const SubscriberOptions& options);
   ~Subscriber();
 

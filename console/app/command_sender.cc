@@ -2,10 +2,10 @@
 
 namespace sy::console {
 
-Result<std::unique_ptr<CommandSender>> CommandSender::Start(const std::string& endpoint,
-                                                            std::chrono::milliseconds timeout,
-                                                            OnDone on_done) {
-  ASSIGN_OR_RETURN(auto client, telemetry::ControlClient::Connect(endpoint));
+Result<std::unique_ptr<CommandSender>> CommandSender::Start(
+    const std::string& endpoint, std::chrono::milliseconds timeout, OnDone on_done,
+    std::optional<telemetry::CurveClient> curve) {
+  ASSIGN_OR_RETURN(auto client, telemetry::ControlClient::Connect(endpoint, std::move(curve)));
   return std::unique_ptr<CommandSender>(
       new CommandSender(std::move(client), timeout, std::move(on_done)));
 }

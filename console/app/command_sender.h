@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -42,9 +43,10 @@ class CommandSender {
 
   // INVALID_ARGUMENT if ZeroMQ rejects the endpoint (connecting is lazy, so
   // an absent engine shows up later as UNAVAILABLE replies).
-  static Result<std::unique_ptr<CommandSender>> Start(const std::string& endpoint,
-                                                      std::chrono::milliseconds timeout,
-                                                      OnDone on_done);
+  // `curve`: keys for an engine that requires CURVE (telemetry/curve.h).
+  static Result<std::unique_ptr<CommandSender>> Start(
+      const std::string& endpoint, std::chrono::milliseconds timeout, OnDone on_done,
+      std::optional<telemetry::CurveClient> curve = std::nullopt);
   // Finishes the command in flight (bounded by the timeout), drops queued ones.
   ~CommandSender();
 

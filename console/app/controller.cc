@@ -17,7 +17,12 @@ void Controller::SetMessage(std::string text, bool error) {
 }
 
 void Controller::Ask(std::string question, ParsedCommand command) {
+  Ask(std::move(question), std::move(command), -1);
+}
+
+void Controller::Ask(std::string question, ParsedCommand command, int engine) {
   deferred_.emplace(std::move(question), std::move(command));
+  deferred_engine_ = engine;
   PromoteDeferredQuestion();
 }
 
@@ -25,6 +30,7 @@ void Controller::PromoteDeferredQuestion() {
   if (!deferred_ || view_.command_active || pending_confirm_) return;
   view_.confirm = std::move(deferred_->first);
   pending_confirm_ = std::move(deferred_->second);
+  pending_engine_ = deferred_engine_;
   deferred_.reset();
 }
 
@@ -52,17 +58,34 @@ Effects Controller::Submit(const std::string& line) {
     view_.help = true;
     return fx;
   }
+  if (cmd.name == "seek" || cmd.name == "compare") {
+    if (!view_.replay) {
+      SetMessage(":" + cmd.name + " works in replay only (moe-console --replay FILE)", true);
+      return fx;
+    }
+    fx.replay_command = std::move(cmd);
+    return fx;
+  }
+  if (cmd.name == "engine") {
+    SelectEngine(cmd.request.args.value("engine", -1));
+    return fx;
+  }
   if (view_.replay) {
     SetMessage("replay: ':" + cmd.text + "' not sent (no engine attached)", true);
     return fx;
   }
+  int engine = -1;
+  if (!RouteCommand(cmd, engine)) return fx;
   if (cmd.needs_confirm) {
-    view_.confirm = "Really " + cmd.name + " the engine? (y/n)";
+    view_.confirm = "Really " + cmd.name + " the engine" +
+                    (engine >= 0 ? " " + std::to_string(engine + 1) : "") + "? (y/n)";
     pending_confirm_ = std::move(cmd);
+    pending_engine_ = engine;
     return fx;
   }
   SetMessage("sent :" + cmd.text + " …", false);
   fx.send = std::move(cmd);
+  fx.engine = engine;
   return fx;
 }
 
@@ -81,6 +104,7 @@ Effects Controller::HandleKeyInner(const Key& key) {
     if (key.name == "y" || key.name == "Y") {
       SetMessage("sent :" + pending_confirm_->text + " …", false);
       fx.send = std::move(pending_confirm_);
+      fx.engine = pending_engine_;
     } else {
       SetMessage(":" + pending_confirm_->text + " cancelled", false);
     }
@@ -104,6 +128,7 @@ Effects Controller::HandleKeyInner(const Key& key) {
       }
     }
   }
+  if (view_.filter_active) return HandleFilterKey(key);
 
   const std::optional<Action> action = LookupKey(key.name, view_.replay);
   if (view_.help) {
@@ -163,6 +188,7 @@ Effects Controller::HandleKeyInner(const Key& key) {
       break;
     case Action::kClose:
       view_.message.clear();
+      view_.compare = false;
       break;
     case Action::kScrollUp:
       scroll = std::max(0, scroll + up);
@@ -185,6 +211,27 @@ Effects Controller::HandleKeyInner(const Key& key) {
     case Action::kDebug:
       view_.debug = !view_.debug;
       break;
+    case Action::kNextEngine:
+    case Action::kPrevEngine: {
+      // The cycle is all (-1), 1, 2, ..., N.
+      const int n = view_.engine_count + 1;
+      const int step = *action == Action::kNextEngine ? 1 : n - 1;
+      SelectEngine((view_.engine + 1 + step) % n - 1);
+      break;
+    }
+    case Action::kFilter:
+    case Action::kSortRequests:
+    case Action::kLogKind:
+    case Action::kOlderStep:
+    case Action::kNewerStep:
+    case Action::kFollowStep:
+    case Action::kZoomIn:
+    case Action::kZoomOut:
+    case Action::kPanLeft:
+    case Action::kPanRight:
+    case Action::kKernelTable:
+      HandleViewAction(*action);
+      break;
     case Action::kPlayPause:
       fx.replay = ReplayAction::kPlayPause;
       break;
@@ -205,6 +252,12 @@ Effects Controller::HandleKeyInner(const Key& key) {
       break;
     case Action::kSeekEnd:
       fx.replay = ReplayAction::kSeekEnd;
+      break;
+    case Action::kNextEvent:
+      fx.replay = ReplayAction::kNextEvent;
+      break;
+    case Action::kPrevEvent:
+      fx.replay = ReplayAction::kPrevEvent;
       break;
   }
   return fx;

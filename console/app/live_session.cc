@@ -30,20 +30,26 @@ LiveSession::LiveSession(const LiveOptions& options)
 
 Result<std::unique_ptr<LiveSession>> LiveSession::Start(const LiveOptions& options) {
   auto s = std::unique_ptr<LiveSession>(new LiveSession(options));
-  if (!options.db_path.empty()) {
+  if (options.writer != nullptr) {
+    s->writer_ = options.writer;
+    s->collector_.SetStoreCounters(StoreCounters{0, 0, "", options.writer->path()});
+  } else if (!options.db_path.empty()) {
     auto writer = store::Writer::Open(options.db_path);
     if (!writer.ok()) return writer.status().WithContext("store " + options.db_path);
-    s->writer_ = std::move(writer).value();
+    s->owned_writer_ = std::move(writer).value();
+    s->writer_ = s->owned_writer_.get();
     s->collector_.SetStoreCounters(StoreCounters{0, 0, "", options.db_path});
   }
   telemetry::SubscriberOptions sub;
   sub.endpoint = options.connect;
+  sub.curve = options.curve;
   auto subscriber = telemetry::Subscriber::Connect(sub);
   if (!subscriber.ok()) return subscriber.status().WithContext("--connect " + options.connect);
   s->subscriber_ = std::move(subscriber).value();
   LiveSession* self = s.get();
-  auto sender = CommandSender::Start(options.control, options.command_timeout,
-                                     [self](const CommandOutcome& o) { self->OnCommandDone(o); });
+  auto sender = CommandSender::Start(
+      options.control, options.command_timeout,
+      [self](const CommandOutcome& o) { self->OnCommandDone(o); }, options.curve);
   if (!sender.ok()) return sender.status().WithContext("--control " + options.control);
   s->sender_ = std::move(sender).value();
   s->receiver_ = std::thread([self] { self->ReceiveLoop(); });
@@ -53,8 +59,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const LiveOptions& optio
 LiveSession::~LiveSession() {
   stop_ = true;
   if (receiver_.joinable()) receiver_.join();
-  sender_.reset();  // finishes a command in flight, which may still record
-  writer_.reset();  // drains and closes the store
+  sender_.reset();        // finishes a command in flight, which may still record
+  owned_writer_.reset();  // drains and closes the store (a shared one: its owner does)
 }
 
 void LiveSession::ReceiveLoop() {

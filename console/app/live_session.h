@@ -21,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -38,8 +39,14 @@ struct LiveOptions {
   std::string connect = "tcp://127.0.0.1:5555";
   std::string control = "tcp://127.0.0.1:5556";
   std::string db_path;  // "" = do not record
+  // A store shared with other LiveSessions (several engines, one console
+  // session; see engine_set.h). Not owned; must outlive the LiveSession.
+  // When set, db_path is ignored.
+  store::Writer* writer = nullptr;
   std::chrono::milliseconds command_timeout{3000};
   CollectorOptions collector;
+  // CURVE keys for an engine that requires them; used by both sockets.
+  std::optional<telemetry::CurveClient> curve = std::nullopt;
 };
 
 struct LiveSummary {
@@ -88,7 +95,8 @@ class LiveSession {
 
   const LiveOptions options_;
   Collector collector_;
-  std::unique_ptr<store::Writer> writer_;
+  std::unique_ptr<store::Writer> owned_writer_;        // opened from db_path
+  store::Writer* writer_ = nullptr;                    // owned_writer_ or LiveOptions::writer
   std::unique_ptr<telemetry::Subscriber> subscriber_;  // used only by receiver_
   std::unique_ptr<CommandSender> sender_;
   std::atomic<bool> stop_{false};

@@ -1,9 +1,13 @@
 // moe-console: live view, recorder and replayer for moe-engine runs.
 //
 //   moe-console [--connect EP] [--control EP] [--db PATH]          live UI, recording
+//   moe-console --connect TEL,CTL --connect TEL,CTL ...             several engines
 //   moe-console --headless [--duration S] [--exit-on-stop]          record only
 //   moe-console --replay FILE [--run ID] [--list] [--headless]      replay
 //   moe-console --replay FILE --render-view kernels --size 100x30   print one frame
+//   moe-console --replay-browse [--replay FILE | --db FILE]         pick a run, replay it
+//   moe-console --compare RUN[@FROM-TO] RUN[@FROM-TO] [--db FILE]   print a comparison
+//   moe-console --connect tcp://HOST:5555 --client-key me.key --server-public-key engine.pub
 //
 // Exit codes: 0 ok, 1 runtime error (message on stderr), 2 bad flags.
 #include <pthread.h>
@@ -13,20 +17,30 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "console/app/compare_loader.h"
 #include "console/app/controller.h"
+#include "console/app/engine_set.h"
 #include "console/app/live_session.h"
+#include "console/app/replay_control.h"
 #include "console/app/replay_player.h"
+#include "console/app/run_browser.h"
 #include "console/collect/collector.h"
+#include "console/draw/browser.h"
+#include "console/draw/compare.h"
+#include "console/draw/engines.h"
 #include "console/draw/views.h"
 #include "console/term/terminal.h"
 #include "store/paths.h"
+#include "telemetry/curve.h"
 
 namespace sy::console {
 namespace {
@@ -35,8 +49,8 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string connect = "tcp://127.0.0.1:5555";
-  std::string control = "tcp://127.0.0.1:5556";
+  std::vector<std::string> connect;  // TELEMETRY[,CONTROL], one per engine
+  std::optional<std::string> control;
   std::string db;
   bool no_record = false;
   bool headless = false;
@@ -48,6 +62,10 @@ struct Options {
   std::string render_view;
   std::string size = "80x24";
   std::optional<double> at_s;
+  bool browse = false;               // --replay-browse
+  std::vector<std::string> compare;  // --compare A B
+  std::string client_key;            // --client-key FILE (CURVE secret key)
+  std::string server_public_key;     // --server-public-key FILE
 };
 
 // Waits for SIGINT/SIGTERM on its own thread (they are blocked everywhere
@@ -105,11 +123,18 @@ int ListRuns(const std::string& path) {
   return 0;
 }
 
+// What a frame draws: one fresh Snapshot per engine (replay: one), and the
+// engines' names for the engine strip (console/draw/engines.h).
+struct FrameSource {
+  std::function<std::vector<Snapshot>()> take;
+  std::vector<std::string> names;
+};
+
 // The interactive loop shared by live and replay: ~10 frames a second, keys
-// handled as they come, every frame drawn whole from a fresh Snapshot.
+// handled as they come, every frame drawn whole from fresh Snapshots.
 template <typename OnEffects, typename OnTick>
-int RunUi(Collector& collector, Controller& ctl, const SignalWatcher& signals, OnEffects on_effects,
-          OnTick on_tick) {
+int RunUi(const FrameSource& source, Controller& ctl, const SignalWatcher& signals,
+          OnEffects on_effects, OnTick on_tick) {
   auto term = Terminal::Open();
   if (!term.ok()) return Fail(term.status());
   auto last_frame = Clock::now() - 1s;
@@ -121,15 +146,18 @@ int RunUi(Collector& collector, Controller& ctl, const SignalWatcher& signals, O
       on_tick(std::min(dt, 1.0), ctl);
       last_frame = now;
       const auto t0 = Clock::now();
-      Snapshot s = collector.TakeSnapshot();
+      const std::vector<Snapshot> snaps = source.take();
       const auto t1 = Clock::now();
       ViewState& v = ctl.mutable_view();
+      const Snapshot& s =
+          v.engine >= 0 && v.engine < static_cast<int>(snaps.size()) ? snaps[v.engine] : snaps[0];
       v.log_scroll =
           std::min<int>(v.log_scroll, std::max<int>(0, static_cast<int>(s.log.size()) - 1));
       v.expert_layer = std::min<int>(v.expert_layer, static_cast<int>(s.phy2log.size()) - 1);
+      ResolveKernelStep(s, v);  // a step picked with ',' stays put as steps arrive
       v.experts_scroll =
           std::min(v.experts_scroll, ExpertsMaxScroll(s, v, (*term)->width(), (*term)->height()));
-      Grid frame = DrawFrame(s, v, (*term)->width(), (*term)->height());
+      Grid frame = DrawEngineFrame(snaps, source.names, v, (*term)->width(), (*term)->height());
       const auto t2 = Clock::now();
       (*term)->Draw(frame);
       v.collect_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
@@ -187,12 +215,12 @@ int RunReplay(const Options& o, const SignalWatcher& signals) {
 
   Controller ctl(/*replay_mode=*/true);
   Status last_error;
+  const FrameSource source{[&] { return std::vector<Snapshot>{collector.TakeSnapshot()}; }, {""}};
   return RunUi(
-      collector, ctl, signals,
+      source, ctl, signals,
       [&](const Effects& fx, Controller& c) {
-        if (!fx.replay) return;
-        const Status st = p.Apply(*fx.replay);
-        if (!st.ok()) c.SetMessage(st.ToString(), true);
+        if (fx.replay_command) ApplyReplayCommand(p, *fx.replay_command, c);
+        if (fx.replay) ReportReplayAction(p, p.Apply(*fx.replay), c);
       },
       [&](double dt, Controller& c) {
         const Status st = p.Advance(dt);
@@ -201,10 +229,68 @@ int RunReplay(const Options& o, const SignalWatcher& signals) {
       });
 }
 
+// The store file replay and compare read: --replay FILE, else --db, else the
+// console's default.
+Result<std::string> StorePath(const Options& o) {
+  if (!o.replay.empty()) return o.replay;
+  if (!o.db.empty()) return o.db;
+  return store::DefaultDbPath();
+}
+
+// The run browser, then the chosen run's replay; quitting a replay comes
+// back to the browser, quitting the browser ends.
+int RunBrowse(Options o, const SignalWatcher& signals) {
+  auto path = StorePath(o);
+  if (!path.ok()) return Fail(path.status());
+  auto state = LoadBrowser(*path);
+  if (!state.ok()) return Fail(state.status());
+  while (!signals.signalled()) {
+    std::optional<std::string> chosen;
+    {
+      auto term = Terminal::Open();
+      if (!term.ok()) return Fail(term.status());
+      bool quit = false;
+      while (!quit && !chosen && !signals.signalled()) {
+        (*term)->Draw(DrawBrowser(*state, (*term)->width(), (*term)->height()));
+        std::optional<Key> key = (*term)->ReadKey(100ms);
+        if (!key) continue;
+        BrowserOutcome out = HandleBrowserKey(*state, *key);
+        quit = out.quit;
+        chosen = std::move(out.open);
+      }
+      if (!chosen) return 0;
+    }
+    o.replay = *path;
+    o.run = *chosen;
+    if (const int rc = RunReplay(o, signals); rc != 0) return rc;
+  }
+  return 0;
+}
+
+// --compare A B: both windows from the store, printed as the compare panel.
+int RunCompare(const Options& o) {
+  auto path = StorePath(o);
+  if (!path.ok()) return Fail(path.status());
+  auto a = ParseCompareSide(o.compare[0]);
+  auto b = ParseCompareSide(o.compare[1]);
+  if (!a.ok()) return Fail(a.status());
+  if (!b.ok()) return Fail(b.status());
+  auto c = CompareRuns(*path, *a, *b);
+  if (!c.ok()) return Fail(c.status());
+  const int rows = 2 + 4 + static_cast<int>(c->figures.size()) + 2 +
+                   std::max<int>(1, static_cast<int>(c->kernels.size()));
+  std::printf("%s\n", DrawCompare(*c, Rect{0, 0, 100, rows}).ToString().c_str());
+  return 0;
+}
+
 int RunLive(const Options& o, const SignalWatcher& signals) {
-  LiveOptions lo;
-  lo.connect = o.connect;
-  lo.control = o.control;
+  auto engines = ResolveEngines(o.connect, o.control);
+  if (!engines.ok()) {
+    std::fprintf(stderr, "moe-console: %s\n", engines.status().message().c_str());
+    return 2;
+  }
+  EngineSetOptions eo;
+  eo.engines = *engines;
   if (!o.no_record) {
     std::string db = o.db;
     if (db.empty()) {
@@ -213,11 +299,16 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
       db = *def;
     }
     if (Status st = store::EnsureParentDir(db); !st.ok()) return Fail(st);
-    lo.db_path = db;
+    eo.db_path = db;
   }
-  auto live = LiveSession::Start(lo);
+  if (!o.client_key.empty()) {
+    auto curve = telemetry::LoadCurveClient(o.client_key, o.server_public_key);
+    if (!curve.ok()) return Fail(curve.status());
+    eo.curve = std::move(curve).value();
+  }
+  auto live = EngineSet::Start(eo);
   if (!live.ok()) return Fail(live.status());
-  LiveSession& session = **live;
+  EngineSet& set = **live;
 
   if (o.headless) {
     const auto start = Clock::now();
@@ -226,16 +317,17 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
           std::chrono::duration<double>(Clock::now() - start).count() >= o.duration_s) {
         break;
       }
-      if (o.exit_on_stop && session.stop_seen()) break;
+      if (o.exit_on_stop && set.all_stopped()) break;
       std::this_thread::sleep_for(50ms);
     }
-    const LiveSummary s = session.Finish();
+    const LiveSummary s = set.Finish();
     std::printf(
         "moe-console: received %lld messages (gaps %lld, malformed %lld), written %lld, "
-        "dropped %lld%s%s\n",
+        "dropped %lld%s%s%s\n",
         static_cast<long long>(s.received), static_cast<long long>(s.gaps),
         static_cast<long long>(s.malformed), static_cast<long long>(s.written),
-        static_cast<long long>(s.dropped), lo.db_path.empty() ? "" : ", db ", lo.db_path.c_str());
+        static_cast<long long>(s.dropped), eo.db_path.empty() ? "" : ", db ", eo.db_path.c_str(),
+        set.size() > 1 ? (", " + std::to_string(set.size()) + " engines").c_str() : "");
     if (!s.store_error.empty()) {
       std::fprintf(stderr, "moe-console: store error: %s\n", s.store_error.c_str());
       return 1;
@@ -244,14 +336,19 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
   }
 
   Controller ctl(/*replay_mode=*/false);
+  ctl.mutable_view().engine_count = set.size();
+  const FrameSource source{[&] { return set.TakeSnapshots(); }, set.names()};
   return RunUi(
-      session.collector(), ctl, signals,
+      source, ctl, signals,
       [&](const Effects& fx, Controller&) {
-        if (fx.send) session.SendCommand(*fx.send);
+        if (fx.send) set.Send(fx.engine, *fx.send);
       },
       [&](double, Controller& c) {
-        for (auto& [text, error] : session.TakeCommandMessages()) c.SetMessage(text, error);
-        for (auto& q : session.TakeQuestions()) c.Ask(std::move(q.text), std::move(q.command));
+        for (auto& [text, error] : set.TakeCommandMessages()) c.SetMessage(text, error);
+        for (auto& q : set.TakeQuestions()) {
+          c.Ask(std::move(q.question.text), std::move(q.question.command),
+                set.size() > 1 ? q.engine : -1);
+        }
       });
 }
 
@@ -267,8 +364,24 @@ int Main(int argc, char** argv) {
   Options o;
   CLI::App app{"moe-console: live view, recorder and replayer for moe-engine runs"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--connect", o.connect, "engine telemetry (PUB) endpoint");
-  app.add_option("--control", o.control, "engine control (ROUTER) endpoint");
+  app.add_option("--connect", o.connect,
+                 "engine telemetry (PUB) endpoint, default tcp://127.0.0.1:5555; as "
+                 "TELEMETRY,CONTROL also its control endpoint. Repeat for several engines "
+                 "(each recorded as its own run of one session); there a tcp://HOST:PORT "
+                 "without CONTROL implies PORT+1")
+      ->take_all()
+      ->allow_extra_args(false);
+  app.add_option("--control", o.control,
+                 "engine control (ROUTER) endpoint, default tcp://127.0.0.1:5556 (one engine "
+                 "only)");
+  auto* client_key = app.add_option(
+      "--client-key", o.client_key,
+      "CURVE secret key FILE of this console (moe-engine keygen), for an engine bound beyond "
+      "loopback; used for telemetry and commands");
+  auto* server_key = app.add_option("--server-public-key", o.server_public_key,
+                                    "the engine's CURVE public key FILE (its NAME.pub)");
+  client_key->needs(server_key);
+  server_key->needs(client_key);
   auto* db = app.add_option("--db", o.db,
                             "store file (default $XDG_DATA_HOME/switchyard/runs.db or "
                             "~/.local/share/switchyard/runs.db)");
@@ -296,6 +409,15 @@ int Main(int argc, char** argv) {
   app.add_option("--at", o.at_s, "with --render-view: position in SECONDS (default end)")
       ->check(CLI::NonNegativeNumber)
       ->needs(render);
+  auto* browse = app.add_flag("--replay-browse", o.browse,
+                              "pick a stored run to replay (from --replay FILE, --db or the "
+                              "default store)")
+                     ->excludes(headless, render);
+  app.add_option("--compare", o.compare,
+                 "print RUN[@FROM-TO] against RUN[@FROM-TO] (e.g. r1@0-30s r1@30s-; RUN may be "
+                 "empty: the newest) from --replay FILE, --db or the default store")
+      ->expected(2)
+      ->excludes(browse, headless, render);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -304,6 +426,8 @@ int Main(int argc, char** argv) {
   }
 
   SignalWatcher signals(stop_signals);
+  if (!o.compare.empty()) return RunCompare(o);
+  if (o.browse) return RunBrowse(o, signals);
   if (!o.replay.empty()) {
     if (o.list) return ListRuns(o.replay);
     return RunReplay(o, signals);

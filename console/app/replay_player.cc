@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "console/input/replay_commands.h"
+
 namespace sy::console {
 namespace {
 
@@ -10,6 +12,11 @@ constexpr int64_t kUsPerS = 1'000'000;
 constexpr int64_t kWindowUs = 5 * kUsPerS;    // read at most this much engine time per query
 constexpr int64_t kRefeedUs = 130 * kUsPerS;  // > the collector's 120 s series
 constexpr int64_t kSeekStepUs = 10 * kUsPerS;
+// A rebuild reads spans only for this last part of its window: spans are
+// most of a full trace, and only the newest steps' are shown (the Kernels
+// view keeps CollectorOptions::span_steps_kept steps: 64, i.e. 10 s covers
+// them at 6.4 steps a second or more).
+constexpr int64_t kSpanTailUs = 10 * kUsPerS;
 
 }  // namespace
 
@@ -64,12 +71,13 @@ ReplayClock ReplayPlayer::clock() const {
 
 void ReplayPlayer::Publish() { collector_->SetReplayClock(clock()); }
 
-Status ReplayPlayer::FeedTo(int64_t to_us) {
+Status ReplayPlayer::FeedTo(int64_t to_us, bool with_spans) {
   // Messages exactly at the position are included: query up to to_us + 1.
   const int64_t end = to_us + 1;
   while (fed_us_ < end) {
     const int64_t until = std::min(end, fed_us_ + kWindowUs);
-    auto msgs = reader_->Messages(run_.id, fed_us_, until);
+    auto msgs = with_spans ? reader_->Messages(run_.id, fed_us_, until)
+                           : reader_->MessagesWithoutSpans(run_.id, fed_us_, until);
     if (!msgs.ok()) return msgs.status().WithContext("replay " + path_ + " run " + run_.id);
     for (const auto& m : *msgs) collector_->Consume(m);
     fed_us_ = until;
@@ -92,19 +100,24 @@ Status ReplayPlayer::SeekTo(double position_s) {
   const int64_t target =
       std::clamp<int64_t>(static_cast<int64_t>(std::llround(position_s * kUsPerS)), start_us_,
                           std::max(start_us_, run_.duration_us));
-  if (target < fed_us_ - 1) {
-    // Backwards: rebuild the collector from a bounded window before target.
+  if (target < fed_us_ - 1 || target - fed_us_ > kRefeedUs) {
+    // Backwards, or far ahead: rebuild the collector from a bounded window
+    // before target instead of reading everything in between.
     collector_->Reset();
     const int64_t from = std::max<int64_t>(start_us_, target - kRefeedUs);
     if (from > start_us_) {
-      auto meta = reader_->GetMeta(run_.id);
-      if (meta.ok()) {
-        telemetry::Meta m = *meta;
+      // The Meta in force at `from` (the layout before a later switch).
+      auto meta = reader_->MetaAt(run_.id, from);
+      if (!meta.ok()) return meta.status().WithContext("replay " + path_ + " run " + run_.id);
+      if (*meta) {
+        telemetry::Meta m = **meta;
         m.env.t_us = from;  // so it does not stretch the series past `target`
         collector_->Consume(m);
       }
     }
     fed_us_ = from;
+    const int64_t spans_from = std::max(from, target - kSpanTailUs);
+    if (spans_from > from) RETURN_IF_ERROR(FeedTo(spans_from - 1, /*with_spans=*/false));
   }
   position_us_ = target;
   Status st = FeedTo(position_us_);
@@ -139,9 +152,48 @@ Status ReplayPlayer::Apply(ReplayAction action) {
       return SeekTo(0);
     case ReplayAction::kSeekEnd:
       return SeekTo(static_cast<double>(run_.duration_us) / kUsPerS);
+    case ReplayAction::kNextEvent:
+    case ReplayAction::kPrevEvent: {
+      const bool forward = action == ReplayAction::kNextEvent;
+      auto ev = JumpToEvent(forward);
+      if (!ev.ok()) return ev.status();
+      notice_ = *ev ? DescribeEvent(**ev)
+                    : std::string(forward ? "no event after " : "no event before ") +
+                          FormatPosition(position_us_);
+      return Status::Ok();
+    }
   }
   Publish();
   return Status::Ok();
+}
+
+Status ReplayPlayer::SeekToStep(int64_t step) {
+  auto t = reader_->StepTime(run_.id, step);
+  if (!t.ok()) return t.status().WithContext("seek step " + std::to_string(step));
+  return SeekTo(static_cast<double>(*t) / kUsPerS);
+}
+
+Result<std::optional<store::EventMark>> ReplayPlayer::JumpToEvent(bool forward) {
+  auto ev = reader_->NearestEvent(run_.id, position_us_, forward);
+  if (!ev.ok()) return ev.status().WithContext("replay " + path_ + " run " + run_.id);
+  if (!*ev) return ev;
+  event_ = **ev;
+  RETURN_IF_ERROR(SeekTo(static_cast<double>(event_->t_us) / kUsPerS));
+  return ev;
+}
+
+std::string DescribeEvent(const store::EventMark& e) {
+  std::string what;
+  if (e.kind == "command") {
+    what = "command :" + e.name + (e.ok ? " ok" : " failed");
+  } else {
+    what = e.kind;
+    if (!e.name.empty() && e.name != e.kind) what += " " + e.name;
+    if (!e.phase.empty()) what += " " + e.phase;
+  }
+  what += " @ " + FormatPosition(e.t_us);
+  if (e.kind != "command" && !e.message.empty()) what += ": " + e.message;
+  return what;
 }
 
 Status ReplayPlayer::PlayToEnd() {

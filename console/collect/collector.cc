@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "console/collect/kernel_trace.h"
 #include "console/collect/parallel_text.h"
 #include "console/collect/rebalance_text.h"
 
@@ -124,30 +125,27 @@ void Collector::OnMessage(const telemetry::Spans& m) {
   std::stable_sort(s_.spans.begin(), s_.spans.end(), [](const auto& a, const auto& b) {
     return std::tie(a.device, a.start_us) < std::tie(b.device, b.start_us);
   });
+  // The same step again (a resend) replaces the kept copy.
+  if (!s_.span_steps.empty() && s_.span_steps.back()->step == m.step) s_.span_steps.pop_back();
+  s_.span_steps.push_back(
+      std::make_shared<const StepSpans>(StepSpans{m.step, m.env.t_us, s_.spans}));
+  const size_t keep = static_cast<size_t>(std::max(1, options_.span_steps_kept));
+  if (s_.span_steps.size() > keep) {
+    s_.span_steps.erase(
+        s_.span_steps.begin(),
+        s_.span_steps.begin() + static_cast<ptrdiff_t>(s_.span_steps.size() - keep));
+  }
 }
 
 void Collector::OnMessage(const telemetry::KernelStats& m) {
   if (m.step < s_.kstats_step) return;
+  if (!kstats_.empty() && kstats_.back().step == m.step) kstats_.pop_back();
   s_.kstats_step = m.step;
-  std::map<std::pair<std::string, std::string>, KernelRow> rows;
-  int64_t all = 0;
-  for (const auto& k : m.kernels) {
-    KernelRow& r = rows[{k.name, k.kind}];
-    r.name = k.name;
-    r.kind = k.kind;
-    r.count += k.count;
-    r.total_us += k.total_us;
-    r.max_us = std::max(r.max_us, k.max_us);
-    all += k.total_us;
+  kstats_.push_back(m);
+  while (static_cast<int>(kstats_.size()) > std::max(1, options_.kernel_steps_kept)) {
+    kstats_.pop_front();
   }
-  s_.top_kernels.clear();
-  for (auto& [key, r] : rows) {
-    r.mean_us = r.count > 0 ? r.total_us / r.count : 0;
-    r.share = all > 0 ? static_cast<double>(r.total_us) / static_cast<double>(all) : 0;
-    s_.top_kernels.push_back(r);
-  }
-  std::stable_sort(s_.top_kernels.begin(), s_.top_kernels.end(),
-                   [](const KernelRow& a, const KernelRow& b) { return a.total_us > b.total_us; });
+  s_.top_kernels = KernelWindowRows(kstats_);
 }
 
 void Collector::OnMessage(const telemetry::Occupancy& m) {
@@ -183,7 +181,9 @@ void Collector::OnMessage(const telemetry::Event& m) {
     // A switch is a phase breakdown, a calibration a table: worded in
     // parallel_text.cc, each line with its own level.
     ApplyParallelEvent(m, s_.latest_step, s_.parallel);
-    for (LogLine& line : ParallelEventLines(m)) Log(line.t_us, line.level, std::move(line.text));
+    for (LogLine& line : ParallelEventLines(m)) {
+      Log(line.t_us, line.level, std::move(line.text), m.kind);
+    }
     return;
   }
   if (m.kind == "rebalance") {
@@ -191,7 +191,9 @@ void Collector::OnMessage(const telemetry::Event& m) {
     // lines, worded in rebalance_text.cc; a failure is an error.
     ApplyRebalanceEvent(m, s_.rebalance);
     const LogLevel level = m.phase == "failed" ? LogLevel::kError : LogLevel::kInfo;
-    for (std::string& line : RebalanceEventLines(m)) Log(m.env.t_us, level, std::move(line));
+    for (std::string& line : RebalanceEventLines(m)) {
+      Log(m.env.t_us, level, std::move(line), m.kind);
+    }
     return;
   }
   LogLevel level = LogLevel::kInfo;
@@ -204,7 +206,7 @@ void Collector::OnMessage(const telemetry::Event& m) {
   std::string text = m.kind + " " + m.name;
   if (!m.phase.empty()) text += " " + m.phase;
   if (!m.message.empty()) text += ": " + m.message;
-  Log(m.env.t_us, level, std::move(text));
+  Log(m.env.t_us, level, std::move(text), m.kind);
   if (m.kind == "lifecycle" && m.name == "stop") s_.run_stopped = true;
 }
 
@@ -218,8 +220,8 @@ void Collector::OnMessage(const telemetry::Heartbeat& m) {
   s_.latest_step = std::max(s_.latest_step, m.step);
 }
 
-void Collector::Log(int64_t t_us, LogLevel level, std::string text) {
-  log_.push_back(LogLine{t_us, level, std::move(text)});
+void Collector::Log(int64_t t_us, LogLevel level, std::string text, std::string kind) {
+  log_.push_back(LogLine{t_us, level, std::move(text), std::move(kind)});
   while (log_.size() > options_.log_capacity) log_.pop_front();
 }
 
@@ -291,6 +293,7 @@ void Collector::ResetLocked() {
   ttft_.clear();
   tpot_.clear();
   finished_.clear();
+  kstats_.clear();
   experts_.Reset();
   next_seq_.clear();
   have_heartbeat_time_ = false;

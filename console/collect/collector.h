@@ -41,6 +41,10 @@ struct CollectorOptions {
   int expert_window_steps = 64;  // ExpertLoad messages summed for the heatmap
                                  // and averaged for balancedness
   size_t log_capacity = 1000;    // lines kept; older ones fall off
+  // Steps the Kernels view can step back through (spans, trace "full") and
+  // the top kernels' statistics cover (kernel stats).
+  int span_steps_kept = 64;
+  int kernel_steps_kept = 64;
   // Heartbeat interval assumed before the first heartbeat announces one.
   int default_heartbeat_ms = 1000;
   SteadyClock clock = [] { return std::chrono::steady_clock::now(); };
@@ -108,8 +112,9 @@ class Collector {
   void OnMessage(const telemetry::Event& m);
   void OnMessage(const telemetry::Heartbeat& m);
   void OnMessage(const telemetry::Requests& m);
-  void Log(int64_t t_us, LogLevel level, std::string text);  // REQUIRES: mu_ held
-  void ResetLocked();                                        // REQUIRES: mu_ held
+  // REQUIRES: mu_ held. `kind`: the event's kind ("" for console lines).
+  void Log(int64_t t_us, LogLevel level, std::string text, std::string kind = "");
+  void ResetLocked();  // REQUIRES: mu_ held
 
   const CollectorOptions options_;
   mutable std::mutex mu_;
@@ -120,6 +125,7 @@ class Collector {
   std::deque<telemetry::RequestDone> finished_;      // GUARDED_BY(mu_)
   ExpertTracker experts_;                            // GUARDED_BY(mu_)
   std::deque<LogLine> log_;                          // GUARDED_BY(mu_)
+  std::deque<telemetry::KernelStats> kstats_;        // GUARDED_BY(mu_) newest last
   std::map<std::string, uint64_t> next_seq_;         // GUARDED_BY(mu_) per topic
   int64_t own_received_ = 0;                         // GUARDED_BY(mu_)
   int64_t own_gaps_ = 0;                             // GUARDED_BY(mu_)

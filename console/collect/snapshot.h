@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "telemetry/protocol.h"
@@ -33,9 +35,19 @@ const char* ConnStateName(ConnState s);  // "waiting", "live", ...
 enum class LogLevel { kInfo, kWarn, kError, kCommand };
 
 struct LogLine {
+  LogLine() = default;
+  // A constructor (not an aggregate) so lines made as {t, level, text} keep
+  // compiling and get no `kind`.
+  LogLine(int64_t t, LogLevel l, std::string s, std::string k = "")
+      : t_us(t), level(l), text(std::move(s)), kind(std::move(k)) {}
+
   int64_t t_us = -1;  // engine time when known, else -1
   LogLevel level = LogLevel::kInfo;
   std::string text;
+  // The engine event's kind ("switch", "policy", "calibrate", "rebalance",
+  // "lifecycle", ...) for event lines; "" for console-side lines. The Log
+  // view's kind filter reads it.
+  std::string kind;
 };
 
 struct Percentiles {
@@ -44,15 +56,31 @@ struct Percentiles {
   int count = 0;  // requests the percentiles cover
 };
 
-// One kernel name aggregated over devices, from the latest KernelStats.
+// One kernel name aggregated over devices and over the KernelStats steps the
+// Collector keeps (CollectorOptions::kernel_steps_kept; with one step kept
+// these are that step's figures).
 struct KernelRow {
   std::string name;
   std::string kind;  // "compute" | "comm"
-  int count = 0;
+  int count = 0;     // calls, all devices, all kept steps
   int64_t total_us = 0;
-  int64_t mean_us = 0;  // total_us / count
-  int64_t max_us = 0;
-  double share = 0;  // total_us / sum of all kernels' total_us, 0..1
+  int64_t mean_us = 0;  // total_us / count: per call
+  int64_t max_us = 0;   // longest single call
+  double share = 0;     // total_us / sum of all kernels' total_us, 0..1
+  // Time per step per device (the step's total_us over the devices that
+  // reported in it; 0 in steps where the kernel did not run), over the kept
+  // steps: mean and nearest-rank percentiles.
+  int steps = 0;  // kept steps the figures cover
+  int64_t step_mean_us = 0;
+  int64_t step_p50_us = 0;
+  int64_t step_p99_us = 0;
+};
+
+// The spans of one step (trace level "full"), ordered by (device, start).
+struct StepSpans {
+  int64_t step = -1;
+  int64_t t_us = 0;  // envelope time
+  std::vector<telemetry::Span> spans;
 };
 
 // Replay clock as shown in the header ("REPLAY 12.3s/60.0s x2 PLAYING").
@@ -206,7 +234,12 @@ struct Snapshot {
   // Latest step's spans (trace level "full"), ordered by start.
   int64_t spans_step = -1;
   std::vector<telemetry::Span> spans;
-  // Latest KernelStats, aggregated over devices, by share descending.
+  // The last CollectorOptions::span_steps_kept steps' spans, oldest first
+  // (shared and immutable, so a Snapshot copy stays cheap); the newest is
+  // spans_step / spans. The Kernels view selects one of them.
+  std::vector<std::shared_ptr<const StepSpans>> span_steps;
+  // KernelStats aggregated over devices and the kept steps (newest
+  // kstats_step), by share descending.
   int64_t kstats_step = -1;
   std::vector<KernelRow> top_kernels;
 

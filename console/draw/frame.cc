@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <string>
 
+#include "console/draw/compare.h"
 #include "console/draw/format.h"
 #include "console/draw/theme.h"
 #include "console/draw/views.h"
+#include "console/input/command_line.h"
 
 namespace sy::console {
 namespace {
@@ -70,7 +72,24 @@ void DrawCommandLine(Grid& g, int y, const ViewState& v) {
       std::string c;
       for (const auto& s : v.completions) c += (c.empty() ? "" : " ") + s;
       g.Put(std::max(x, cursor_col + 1) + 2, y, "[" + c + "]", theme::kDimmed);
+    } else if (const std::string usage = InlineUsage(v.command_text); !usage.empty()) {
+      g.Put(std::max(x, cursor_col + 1) + 2, y, usage, theme::kDimmed);
     }
+    return;
+  }
+  if (v.filter_active) {
+    // The `/` filter line, drawn like the command line.
+    const std::u32string text = DecodeUtf8(v.filter_text);
+    int x = g.PutChar(0, y, U'/', theme::kTitle);
+    const int cursor_col = x + v.filter_cursor;
+    x = g.Put(x, y, text, theme::kNormal);
+    const char32_t under =
+        v.filter_cursor < static_cast<int>(text.size()) ? text[v.filter_cursor] : U' ';
+    if (cursor_col < g.width())
+      g.PutChar(cursor_col, y, under, Style{Color::kDefault, Color::kDefault, kReverse});
+    g.Put(std::max(x, cursor_col + 1) + 2, y,
+          "filter " + std::string(ViewTitle(v.view)) + ": Enter applies, empty clears, Esc cancels",
+          theme::kDimmed);
     return;
   }
   if (!v.message.empty()) {
@@ -220,10 +239,15 @@ Grid DrawFrame(const Snapshot& s, const ViewState& v, int width, int height) {
         " collect " + Fixed(v.collect_ms, "%.2f") + "ms  draw " + Fixed(v.draw_ms, "%.2f") + "ms ";
     g.Put(std::max(0, width - DisplayWidth(t)), 2, t, theme::kOverlay);
   }
+  if (v.compare && v.comparison) {
+    // The comparison covers the view; the message and status lines stay.
+    const int w = std::min(width, 100);
+    g.Blit(DrawCompare(*v.comparison, Rect{(width - w) / 2, 0, w, height - 2}), (width - w) / 2, 0);
+  }
   if (v.help) {
     // Help covers everything but the status line, centred when wider than needed.
     const int w = std::min(width, 100);
-    const int h = std::min(height - 1, HelpHeight(v, w));
+    const int h = std::min(height - 1, HelpHeight(v, w, height - 1));
     g.Blit(DrawHelp(v, Rect{(width - w) / 2, 0, w, h}), (width - w) / 2, 0);
   }
   return g;

@@ -84,13 +84,91 @@ std::vector<CommandRow> CommandRows() {
 // Two columns of keys when there is room for them.
 int KeyColumns(int inner_w) { return inner_w >= 60 ? 2 : 1; }
 
-}  // namespace
-
-int HelpHeight(const ViewState& v, int w) {
+// The full layout: keys in columns, one command per row with its help.
+int FullHeight(const ViewState& v, int w) {
   const int columns = KeyColumns(w - 2);
   const int keys = static_cast<int>(VisibleKeys(v).size());
   const int key_rows = (keys + columns - 1) / columns;
   return 3 + key_rows + 1 + static_cast<int>(CommandRows().size());
+}
+
+// The compact layout, for when the full one does not fit (80x24 once every
+// view's keys and the replay and engine commands are in): keys flow along
+// the rows ("Tab next view   BackTab previous view ..."), and commands
+// show only their usage, since the command line shows each one's help as
+// it is typed (InlineUsage).
+constexpr int kFlowSep = 3;
+
+// Entries of `widths` packed greedily into rows of `row_w` columns:
+// the index each row starts at (an entry wider than a row gets one alone).
+std::vector<size_t> FlowRows(const std::vector<int>& widths, int row_w) {
+  std::vector<size_t> starts;
+  int x = 0;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (starts.empty() || (x > 0 && x + kFlowSep + widths[i] > row_w)) {
+      starts.push_back(i);
+      x = widths[i];
+    } else {
+      x += (x > 0 ? kFlowSep : 0) + widths[i];
+    }
+  }
+  return starts;
+}
+
+std::vector<int> KeyWidths(const std::vector<KeyRow>& keys) {
+  std::vector<int> w;
+  for (const KeyRow& k : keys) w.push_back(DisplayWidth(k.keys) + 1 + DisplayWidth(k.help));
+  return w;
+}
+
+std::vector<int> CommandWidths(const std::vector<CommandRow>& rows) {
+  std::vector<int> w;
+  for (const CommandRow& c : rows) w.push_back(DisplayWidth(c.usage));
+  return w;
+}
+
+// Text columns of a row inside the border, from x = 2.
+int RowWidth(int w) { return w - 3; }
+
+int CompactHeight(const ViewState& v, int w) {
+  return 3 + static_cast<int>(FlowRows(KeyWidths(VisibleKeys(v)), RowWidth(w)).size()) + 1 +
+         static_cast<int>(FlowRows(CommandWidths(CommandRows()), RowWidth(w)).size());
+}
+
+void DrawCompact(Grid& g, const ViewState& v, int y, int bottom) {
+  const int right = g.width() - 1;
+  const std::vector<KeyRow> keys = VisibleKeys(v);
+  const std::vector<size_t> key_starts = FlowRows(KeyWidths(keys), RowWidth(g.width()));
+  for (size_t r = 0; r < key_starts.size() && y < bottom; ++r, ++y) {
+    const size_t end = r + 1 < key_starts.size() ? key_starts[r + 1] : keys.size();
+    int x = 2;
+    for (size_t i = key_starts[r]; i < end; ++i) {
+      if (i > key_starts[r]) x += kFlowSep;
+      x = g.Put(x, y, keys[i].keys, theme::kOverlayKey, right);
+      x = g.Put(x + 1, y, std::string(keys[i].help), theme::kOverlay, right);
+    }
+  }
+  if (y < bottom) {
+    g.Put(2, y++, "Commands (: then type; the line shows each one's use; Tab completes):",
+          theme::kOverlayKey, right);
+  }
+  const std::vector<CommandRow> cmds = CommandRows();
+  const std::vector<size_t> cmd_starts = FlowRows(CommandWidths(cmds), RowWidth(g.width()));
+  for (size_t r = 0; r < cmd_starts.size() && y < bottom; ++r, ++y) {
+    const size_t end = r + 1 < cmd_starts.size() ? cmd_starts[r + 1] : cmds.size();
+    int x = 2;
+    for (size_t i = cmd_starts[r]; i < end; ++i) {
+      if (i > cmd_starts[r]) x += kFlowSep;
+      x = g.Put(x, y, cmds[i].usage, theme::kOverlayKey, right);
+    }
+  }
+}
+
+}  // namespace
+
+int HelpHeight(const ViewState& v, int w, int max_h) {
+  const int full = FullHeight(v, w);
+  return full <= max_h ? full : CompactHeight(v, w);
 }
 
 Grid DrawHelp(const ViewState& v, Rect r) {
@@ -114,6 +192,11 @@ Grid DrawHelp(const ViewState& v, Rect r) {
 
   const int inner_w = r.w - 2;
   const int right = r.w - 1;
+  if (FullHeight(v, r.w) > r.h) {
+    g.Put(2, 1, ViewKeysRow(), theme::kOverlayKey, right);
+    DrawCompact(g, v, 2, r.h - 1);
+    return g;
+  }
   const std::vector<KeyRow> keys = VisibleKeys(v);
   const int columns = KeyColumns(inner_w);
   const int col_w = inner_w / columns;

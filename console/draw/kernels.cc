@@ -1,11 +1,19 @@
-// Kernels panel: the latest step's spans as one timeline lane per device
-// (compute and comm drawn differently), and the top kernels by share of the
-// step's summed kernel time.
+// Kernels panel: one step's spans as one timeline lane per device (compute
+// and comm drawn differently, the device's exposed communication at the
+// right of its lane), the totals of compute, comm, hidden and exposed comm,
+// then one of three tables (v.kernel_table): the top kernels over the kept
+// steps, the step by layer, or the step by kind.
+//
+// The step is one the Snapshot keeps (s.span_steps): the newest unless the
+// user pinned another (',' / '.', see ResolveKernelStep). Lanes show the
+// whole step or, zoomed, 1/2^zoom of it.
 #include <algorithm>
-#include <map>
 #include <string>
+#include <vector>
 
+#include "console/collect/kernel_trace.h"
 #include "console/draw/format.h"
+#include "console/draw/kernels_sections.h"
 #include "console/draw/theme.h"
 #include "console/draw/views.h"
 
@@ -13,33 +21,72 @@ namespace sy::console {
 namespace {
 
 constexpr int kLaneLabelW = 6;  // "dev0 │"
+constexpr int kStatW = 18;      // " exp  200us 100.0%"
+constexpr int kMaxZoom = 10;
 
-// Draws the lanes; returns the next free row.
-int DrawLanes(Grid& g, const Snapshot& s, int y, int max_rows) {
-  if (s.spans.empty()) {
-    g.Put(0, y++, "No spans for the latest step: per-kernel timelines need ':trace full'.",
-          theme::kDimmed);
-    return y;
+// The kept steps, oldest first; a Snapshot made by hand with only
+// spans/spans_step counts as keeping that one step.
+std::vector<const StepSpans*> KeptSteps(const Snapshot& s, StepSpans& scratch) {
+  std::vector<const StepSpans*> out;
+  for (const auto& p : s.span_steps) out.push_back(p.get());
+  if (out.empty() && !s.spans.empty()) {
+    scratch.step = s.spans_step;
+    scratch.spans = s.spans;
+    out.push_back(&scratch);
   }
-  int64_t t0 = s.spans.front().start_us, t1 = t0;
-  int devices = 0;
-  for (const auto& sp : s.spans) {
-    t0 = std::min(t0, sp.start_us);
-    t1 = std::max(t1, sp.start_us + sp.dur_us);
-    devices = std::max(devices, sp.device + 1);
-  }
-  const int64_t span_us = std::max<int64_t>(1, t1 - t0);
-  int x = g.Put(0, y, "Step " + std::to_string(s.spans_step) + " timeline, " + FormatUs(span_us),
-                theme::kTitle);
-  x = g.Put(x, y, "   █", theme::ForKernel("attn"));
-  x = g.Put(x, y, " compute  ");
-  x = g.Put(x, y, "≈", theme::kComm);
-  x = g.Put(x, y, " comm  ");
-  x = g.Put(x, y, "▓", theme::kComm);
-  g.Put(x, y++, " both");
+  return out;
+}
 
-  const int lane_w = g.width() - kLaneLabelW - 1;
+struct Selection {
+  int index = -1;  // into the kept steps; -1: none to show
+  bool following = true;
+  bool gone = false;  // pinned step no longer kept
+};
+
+Selection Select(const std::vector<const StepSpans*>& kept, int64_t pin, int nav) {
+  Selection sel;
+  const int n = static_cast<int>(kept.size());
+  if (n == 0) return sel;
+  int idx = n - 1;
+  if (pin >= 0) {
+    sel.following = false;
+    // The pinned step, or the oldest kept one after it.
+    idx = n - 1;
+    bool exact = false;
+    for (int i = 0; i < n; ++i) {
+      if (kept[i]->step >= pin) {
+        idx = i;
+        exact = kept[i]->step == pin;
+        break;
+      }
+    }
+    if (!exact && nav == 0) {
+      sel.gone = true;
+      return sel;
+    }
+  }
+  if (nav != 0) {
+    const int target = idx + nav;
+    if (target >= n) {
+      sel.following = true;
+      idx = n - 1;
+    } else {
+      sel.following = false;
+      idx = std::max(0, target);
+    }
+  }
+  sel.index = idx;
+  return sel;
+}
+
+// Draws the lanes of `step` in [w0, w1); returns the next free row.
+int DrawLanes(Grid& g, const StepSpans& step, int64_t w0, int64_t w1, int y, int max_rows) {
+  const int lane_w = g.width() - kLaneLabelW - 1 - kStatW;
   if (lane_w <= 0) return y;
+  int devices = 0;
+  for (const auto& sp : step.spans) devices = std::max(devices, sp.device + 1);
+  const int64_t span_us = std::max<int64_t>(1, w1 - w0);
+  const std::vector<CommOverlap> overlap = CommOverlapPerDevice(step.spans);
   // Per cell: which kinds cover it, and the compute kernel that covers the
   // most of it (for its colour).
   struct CellUse {
@@ -51,9 +98,11 @@ int DrawLanes(Grid& g, const Snapshot& s, int y, int max_rows) {
   const int lanes = std::min(devices, max_rows);
   for (int d = 0; d < lanes; ++d) {
     std::vector<CellUse> cells(static_cast<size_t>(lane_w));
-    for (const auto& sp : s.spans) {
+    for (const auto& sp : step.spans) {
       if (sp.device != d) continue;
-      const int64_t a = sp.start_us - t0, b = a + sp.dur_us;
+      const int64_t a = std::max(sp.start_us, w0) - w0;
+      const int64_t b = std::min(sp.start_us + sp.dur_us, w1) - w0;
+      if (b < a || (b == a && sp.dur_us > 0)) continue;  // outside the window
       int c0 = static_cast<int>(a * lane_w / span_us);
       int c1 = static_cast<int>((b * lane_w + span_us - 1) / span_us);
       c0 = std::clamp(c0, 0, lane_w - 1);
@@ -89,7 +138,17 @@ int DrawLanes(Grid& g, const Snapshot& s, int y, int max_rows) {
       }
       g.PutChar(kLaneLabelW + c, y, ch, st);
     }
-    g.Put(kLaneLabelW + lane_w, y, "│", theme::kDimmed);
+    int x = g.Put(kLaneLabelW + lane_w, y, "│", theme::kDimmed);
+    // Exposed comm of the whole step on this device, and its part of the
+    // device's comm.
+    const auto o = std::find_if(overlap.begin(), overlap.end(),
+                                [&](const CommOverlap& c) { return c.device == d; });
+    if (o != overlap.end() && o->comm_us > 0) {
+      x = g.Put(x, y, " exp ", theme::kDimmed);
+      const double f = static_cast<double>(o->exposed_us) / static_cast<double>(o->comm_us);
+      g.Put(x, y, PadLeft(FormatUs(o->exposed_us), 6) + PadLeft(FormatPercent(f), 7),
+            o->exposed_us > 0 ? theme::kWarn : theme::kGood);
+    }
     ++y;
   }
   if (lanes < devices) {
@@ -100,39 +159,96 @@ int DrawLanes(Grid& g, const Snapshot& s, int y, int max_rows) {
 
 }  // namespace
 
+int64_t SelectedKernelStep(const Snapshot& s, const ViewState& v) {
+  StepSpans scratch;
+  const std::vector<const StepSpans*> kept = KeptSteps(s, scratch);
+  const Selection sel = Select(kept, v.kernel_step, v.kernel_nav);
+  return sel.index >= 0 ? kept[sel.index]->step : -1;
+}
+
+void ResolveKernelStep(const Snapshot& s, ViewState& v) {
+  if (v.kernel_nav == 0) return;
+  StepSpans scratch;
+  const std::vector<const StepSpans*> kept = KeptSteps(s, scratch);
+  const Selection sel = Select(kept, v.kernel_step, v.kernel_nav);
+  if (sel.index < 0) return;  // nothing kept yet: keep the presses
+  v.kernel_step = sel.following ? -1 : kept[sel.index]->step;
+  v.kernel_nav = 0;
+}
+
 Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r) {
   Grid g(r.w, r.h);
+  if (r.h <= 0) return g;
+  StepSpans scratch;
+  const std::vector<const StepSpans*> kept = KeptSteps(s, scratch);
+  const Selection sel = Select(kept, v.kernel_step, v.kernel_nav);
+  // Leave at least 5 rows (title, header, three rows) for the table.
+  const int lane_rows = std::max(1, r.h - 8);
   int y = 0;
-  // Leave at least 4 rows (title, header, two kernels) for the table.
-  y = DrawLanes(g, s, y, std::max(1, r.h - 6));
-  ++y;
-  if (s.top_kernels.empty()) {
-    g.Put(0, y, "No kernel stats yet (trace level 'off'? try ':trace summary').", theme::kDimmed);
-    return g;
+  const StepSpans* step = sel.index >= 0 ? kept[sel.index] : nullptr;
+  if (sel.gone) {
+    g.Put(0, y++,
+          "Step " + std::to_string(v.kernel_step) + " is no longer kept (kept " +
+              std::to_string(kept.front()->step) + ".." + std::to_string(kept.back()->step) +
+              "): ',' '.' pick one, f follows the newest.",
+          theme::kWarn);
+  } else if (step == nullptr) {
+    g.Put(0, y++, "No spans for the latest step: per-kernel timelines need ':trace full'.",
+          theme::kDimmed);
+  } else {
+    int64_t t0 = step->spans.front().start_us, t1 = t0;
+    for (const auto& sp : step->spans) {
+      t0 = std::min(t0, sp.start_us);
+      t1 = std::max(t1, sp.start_us + sp.dur_us);
+    }
+    const int64_t len = std::max<int64_t>(1, t1 - t0);
+    // Zoom: a window of len / 2^zoom, starting `pan` half-windows in.
+    const int zoom = std::clamp(v.kernel_zoom, 0, kMaxZoom);
+    const int64_t halves = int64_t{2} << zoom;
+    const int64_t pan = std::clamp<int64_t>(v.kernel_pan, 0, halves - 2);
+    const int64_t w0 = t0 + len * pan / halves;
+    const int64_t w1 = zoom == 0 ? t1 : t0 + len * (pan + 2) / halves;
+    std::string title = "Step " + std::to_string(step->step) + " (" +
+                        (sel.following ? "newest" : std::to_string(sel.index + 1)) + " of " +
+                        std::to_string(kept.size()) + " kept), " + FormatUs(len);
+    if (zoom > 0) {
+      title += ", zoom x" + std::to_string(1 << zoom) + " " + FormatUs(w0 - t0) + "-" +
+               FormatUs(w1 - t0);
+    }
+    int x = g.Put(0, y, title, theme::kTitle);
+    x = g.Put(x, y, "  █", theme::ForKernel("attn"));
+    x = g.Put(x, y, " compute ");
+    x = g.Put(x, y, "≈", theme::kComm);
+    x = g.Put(x, y, " comm ");
+    x = g.Put(x, y, "▓", theme::kComm);
+    g.Put(x, y++, " both");
+    y = DrawLanes(g, *step, w0, w1, y, lane_rows);
+    const CommOverlap total = CommOverlapTotal(CommOverlapPerDevice(step->spans));
+    if (y < r.h) {
+      const double f = total.comm_us > 0 ? static_cast<double>(total.exposed_us) /
+                                               static_cast<double>(total.comm_us)
+                                         : 0;
+      x = g.Put(0, y, "all: compute " + FormatUs(total.compute_us) + "  ", theme::kNormal);
+      x = g.Put(x, y, "comm " + FormatUs(total.comm_us), theme::kComm);
+      x = g.Put(x, y, "  hidden " + FormatUs(total.hidden_us) + "  ", theme::kNormal);
+      g.Put(x, y++, "exposed " + FormatUs(total.exposed_us) + " (" + FormatPercent(f) + ")",
+            total.exposed_us > 0 ? theme::kWarn : theme::kGood);
+    }
   }
-  g.Put(0, y++,
-        "Top kernels, step " + std::to_string(s.kstats_step) +
-            ", all devices (share of summed kernel time)",
-        theme::kTitle);
-  // Columns: name | kind | share | count | mean | max; name takes the slack.
-  const int fixed = 8 + 7 + 6 + 10 + 10;
-  const int name_w = std::max(8, g.width() - fixed);
-  const auto row = [&](const std::string& name, const std::string& kind, const std::string& share,
-                       const std::string& count, const std::string& mean, const std::string& max,
-                       Style st, Style kind_st) {
-    int x = g.Put(0, y, PadRight(name, name_w), st);
-    x = g.Put(x, y, PadRight(kind, 8), kind_st);
-    x = g.Put(x, y, PadLeft(share, 7), st);
-    x = g.Put(x, y, PadLeft(count, 6), st);
-    x = g.Put(x, y, PadLeft(mean, 10), st);
-    g.Put(x, y, PadLeft(max, 10), st);
-    ++y;
-  };
-  row("kernel", "kind", "share", "count", "mean", "max", theme::kLabel, theme::kLabel);
-  for (const KernelRow& k : s.top_kernels) {
-    if (y >= r.h) break;
-    row(k.name, k.kind, FormatPercent(k.share), std::to_string(k.count), FormatUs(k.mean_us),
-        FormatUs(k.max_us), theme::kNormal, k.kind == "comm" ? theme::kComm : theme::kNormal);
+  ++y;
+  const std::vector<telemetry::Span> none;
+  const std::vector<telemetry::Span>& spans = step != nullptr ? step->spans : none;
+  const int64_t step_no = step != nullptr ? step->step : -1;
+  switch (v.kernel_table) {
+    case KernelTable::kTop:
+      kernels::DrawTopTable(g, s, y, r.h);
+      break;
+    case KernelTable::kLayer:
+      kernels::DrawLayerTable(g, step_no, spans, y, r.h);
+      break;
+    case KernelTable::kKind:
+      kernels::DrawKindTable(g, step_no, spans, y, r.h);
+      break;
   }
   return g;
 }

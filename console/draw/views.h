@@ -17,21 +17,38 @@
 namespace sy::console {
 
 Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r);
+// The step shown is v.kernel_step (-1: the newest kept) moved by
+// v.kernel_nav kept steps; tables per v.kernel_table.
 Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r);
+// The step DrawKernels shows (-1: none kept, or the pinned one is gone).
+int64_t SelectedKernelStep(const Snapshot& s, const ViewState& v);
+// Folds v.kernel_nav into v.kernel_step against the steps `s` keeps, so a
+// step picked with ',' stays put while newer steps arrive (the UI loop calls
+// it before each frame). Moving past the newest follows again (-1).
+void ResolveKernelStep(const Snapshot& s, ViewState& v);
 Grid DrawMemory(const Snapshot& s, const ViewState& v, Rect r);
 // Scrolls (v.experts_scroll rows) when its sections do not fit; the title
 // row stays and the last row tells the position.
 Grid DrawExperts(const Snapshot& s, const ViewState& v, Rect r);
 // The largest useful v.experts_scroll for a frame of width x height.
 int ExpertsMaxScroll(const Snapshot& s, const ViewState& v, int width, int height);
+// Lines passing v.log_kind and v.log_filter (LogLineMatches), newest at the
+// bottom; the title names the filters.
 Grid DrawLog(const Snapshot& s, const ViewState& v, Rect r);
+// True when `line` is of `kind` and contains `filter` (case-insensitive;
+// "" matches all).
+bool LogLineMatches(const LogLine& line, LogKind kind, const std::string& filter);
 // Running and waiting requests of the latest `requests` snapshot with their
 // progress, then the most recent finished requests.
 Grid DrawRequests(const Snapshot& s, const ViewState& v, Rect r);
 // Every key of KeyTable() (replay keys only when v.replay) and every command.
 Grid DrawHelp(const ViewState& v, Rect r);
-// Rows DrawHelp needs at width w to show everything (border included).
-int HelpHeight(const ViewState& v, int w);
+// Rows DrawHelp needs at width w to show everything (border included): the
+// full layout (keys in columns, each command with its help) when that takes
+// at most max_h rows, else the compact one (keys flowing along rows,
+// commands by usage only; the command line shows their help as typed).
+// DrawHelp picks the same layout for its Rect's height.
+int HelpHeight(const ViewState& v, int w, int max_h = 1 << 30);
 
 // Top line: run id, model, devices, layout, RUNNING/PAUSED, trace level
 // (or the replay clock).

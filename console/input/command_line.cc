@@ -6,6 +6,7 @@
 
 #include "console/draw/grid.h"
 #include "console/input/parallel_commands.h"
+#include "console/input/replay_commands.h"
 
 namespace sy::console {
 namespace {
@@ -23,10 +24,15 @@ constexpr CommandSpec kTable[] = {
      true},
     {"rebalance_auto", "N|off", "auto-rebalance every N steps (add GAIN: min gain)", false, false},
     {"expert_stats", "[N] [dump F]", "expert load over N steps; dump: JSON for eplb", false, false},
-    {"switch", "tp|ep", "move the experts to the TP or EP layout now", false, false},
+    {"switch", "tp|ep", "move the experts to the TP or EP layout (y/n; ! skips)", false, true},
     {"policy", "auto|manual|K=V", "K: t_high t_low(=auto) window cooldown rollout", false, false},
     {"calibrate", "[Bs] [apply]", "time TP and EP at batches; apply sets T_h, T_l", false, false},
     {"stop", "", "stop the engine (asks y/n; ':stop!' does not)", false, true},
+    {"engine", "N|all", "show and command engine N, or all merged (several --connect)", true,
+     false},
+    {"seek", "TIME|+T|-T|step N", "replay: go to 1m30s, +10s, or a step", true, false},
+    {"compare", "[event [W]]|A-B C-D", "replay: compare before/after the event, or 2 windows", true,
+     false},
     {"quit", "", "quit the console / show this help", true, false},
     {"help", "", "quit the console / show this help", true, false},
 };
@@ -219,6 +225,14 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     RETURN_IF_ERROR(ParseCalibrate(words, out));
     return out;
   }
+  if (name == "seek") {
+    RETURN_IF_ERROR(ParseSeek(words, out));
+    return out;
+  }
+  if (name == "compare") {
+    RETURN_IF_ERROR(ParseCompare(words, out));
+    return out;
+  }
   if (name == "cancel") {
     if (words.size() != 2) return InvalidArgument("cancel needs one request id: cancel ID");
     const std::string& id = words[1];
@@ -228,6 +242,22 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
     if (!digits) return InvalidArgument("bad request id '" + id + "': expected a number");
     out.request.args["id"] = std::stoll(id);
     out.text = "cancel" + std::string(bang ? "!" : "") + " " + id;
+    return out;
+  }
+  if (name == "engine") {
+    // Local: the console picks what it shows and where commands go. Engines
+    // are numbered from 1 as the header shows them; args.engine is 0-based,
+    // -1 for all.
+    if (words.size() != 2) return InvalidArgument("engine needs one argument: engine N|all");
+    const std::string& w = words[1];
+    if (w == "all") {
+      out.request.args["engine"] = -1;
+    } else if (AllDigits(w, 3) && std::stoi(w) >= 1) {
+      out.request.args["engine"] = std::stoi(w) - 1;
+    } else {
+      return InvalidArgument("bad engine '" + w + "': expected a number from 1, or all");
+    }
+    out.text = "engine " + w;
     return out;
   }
   if (words.size() > 1) {
@@ -294,9 +324,31 @@ Completion Complete(std::string_view line) {
   return c;
 }
 
-void CommandLineEditor::Open() {
-  buf_.clear();
-  cursor_ = 0;
+std::string InlineUsage(std::string_view line) {
+  const std::vector<std::string> words = Words(line);
+  if (words.empty()) return "";
+  std::string name = words[0];
+  if (name.size() > 1 && name.back() == '!') name.pop_back();
+  const CommandSpec* found = nullptr;
+  for (const CommandSpec& c : kTable) {
+    if (c.name == name) {
+      found = &c;
+      break;
+    }
+    if (words.size() == 1 && c.name.substr(0, name.size()) == name) {
+      if (found != nullptr) return "";  // several commands begin so
+      found = &c;
+    }
+  }
+  if (found == nullptr) return "";
+  std::string out(found->name);
+  if (!found->args.empty()) out += " " + std::string(found->args);
+  return out + "  " + std::string(found->help);
+}
+
+void CommandLineEditor::Open(std::string_view initial) {
+  buf_ = DecodeUtf8(initial);
+  cursor_ = static_cast<int>(buf_.size());
   history_pos_ = history_.size();
   draft_.clear();
   candidates_.clear();
@@ -335,6 +387,7 @@ CommandLineEditor::Outcome CommandLineEditor::HandleKey(const Key& key) {
   } else if (k == "End") {
     cursor_ = n;
   } else if (k == "Tab") {
+    if (!complete_) return Outcome::kEditing;
     Completion c = Complete(EncodeUtf8(buf_));
     buf_ = DecodeUtf8(c.line);
     cursor_ = static_cast<int>(buf_.size());

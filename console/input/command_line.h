@@ -57,6 +57,8 @@ struct ParsedCommand {
 //   rebalance_auto N [GAIN]  {"cmd":"rebalance_auto","args":{"every":N[,"min_gain":GAIN]}}
 //   rebalance_auto off       every 0. GAIN: a number in [0, 1].
 //   switch, policy, calibrate   as console/input/parallel_commands.h says.
+//   engine N|all             local (never sent): request.args.engine = N - 1
+//                            (engines are numbered from 1 on screen), -1 for all.
 Result<ParsedCommand> ParseCommand(std::string_view line);
 
 // The command that applies what the dry run `preview` planned: the same
@@ -75,6 +77,13 @@ struct Completion {
 // arguments.
 Completion Complete(std::string_view line);
 
+// What the command line shows beside a line being typed: the usage and help
+// of the command its first word names (a trailing '!' ignored), or of the
+// only command that word begins; "" when it names none or several.
+//   InlineUsage("trace f") == "trace off|summary|full  set the trace level ..."
+//   InlineUsage("st")      == ""  (status, stop)
+std::string InlineUsage(std::string_view line);
+
 // Line editing for the command line: printable keys insert at the cursor,
 // Left/Right/Home/End move, Backspace/Delete erase, Tab completes, Up/Down
 // walk the history, Enter submits, Esc cancels.
@@ -82,8 +91,13 @@ class CommandLineEditor {
  public:
   enum class Outcome { kEditing, kSubmit, kCancel };
 
-  // Starts a fresh line (history position reset).
-  void Open();
+  // `complete`: Tab completes commands (false for the `/` filter line,
+  // where Tab does nothing).
+  explicit CommandLineEditor(bool complete = true) : complete_(complete) {}
+
+  // Starts a fresh line holding `initial`, cursor at its end (history
+  // position reset).
+  void Open(std::string_view initial = "");
   Outcome HandleKey(const Key& key);
   // Adds a submitted line to the history (consecutive duplicates skipped).
   void Remember(const std::string& line);
@@ -99,6 +113,7 @@ class CommandLineEditor {
   size_t history_pos_ = 0;  // == history_.size(): editing a new line
   std::u32string draft_;    // the new line while browsing history
   std::vector<std::string> candidates_;
+  bool complete_ = true;
 };
 
 }  // namespace sy::console

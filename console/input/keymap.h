@@ -44,6 +44,8 @@ enum class Action {
   kPrevLayer,  // Experts view: the layer whose slots are shown
   kNextLayer,
   kDebug,
+  kNextEngine,  // several engines: engine 1, 2, ..., all (merged)
+  kPrevEngine,
   kPlayPause,
   kFaster,
   kSlower,
@@ -51,6 +53,19 @@ enum class Action {
   kSeekForward,
   kSeekStart,
   kSeekEnd,
+  kNextEvent,  // replay: jump to the next / previous stored event or command
+  kPrevEvent,
+  kFilter,        // `/` filter line (Requests, Log)
+  kSortRequests,  // Requests: next sort order
+  kLogKind,       // Log: next kind filter
+  kOlderStep,     // Kernels: select the previous kept step
+  kNewerStep,     // Kernels: the next one (past the newest: follow)
+  kFollowStep,    // Kernels: follow the newest step
+  kZoomIn,        // Kernels: lanes x2 / /2
+  kZoomOut,
+  kPanLeft,  // Kernels: move the zoomed window by half its width
+  kPanRight,
+  kKernelTable,  // Kernels: top kernels / by layer / by kind
 };
 
 enum class KeyScope { kAll, kReplay };

@@ -1,14 +1,80 @@
 #include "engine/costmodel/cost_model.h"
 
+#include "engine/costmodel/kernels.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace sy::engine::costmodel {
 namespace {
 
-constexpr double kBf16 = 2.0;        // attention/dense weights, activations, KV cache
-constexpr double kStateBytes = 4.0;  // linear-attention recurrent state (fp32)
+constexpr double kBf16 = kActivationBytes;  // attention/dense weights, activations, KV cache
 constexpr int64_t kDecodeContext = 4096;
+
+struct Ctx {
+  const HardwareSpec& hw;
+  const ModelSpec& m;
+  const StepOptions& o;
+  int P, tp, dp;
+  double N;    // tokens
+  double S;    // sequences
+  double L;    // context (prefill: prompt length)
+  double hop;  // all-to-all hop factor
+  KernelRates rates;
+};
+
+// Fills the times of `k` from its volumes.
+void Time(const Ctx& c, KernelCost& k) { TimeKernel(c.rates, &k); }
+
+// Link time of `bytes` at the injection bandwidth, times `hops`.
+double LinkSeconds(const Ctx& c, double bytes, double hops) {
+  return costmodel::LinkSeconds(c.rates, bytes, hops);
+}
+
+KernelCost Attention(const Ctx& c, AttentionKind kind, int layers) {
+  const ModelSpec& m = c.m;
+  KernelCost k{.name = AttentionKernelName(kind), .layers = layers};
+  const AttentionTerms a = AttentionTermsOf(m, kind, c.tp);
+  const bool prefill = c.o.phase == Phase::kPrefill;
+  // Mean keys a query sees: causal prefill (L + 1) / 2, decode L.
+  const double ctx = prefill ? (c.L + 1) / 2 : c.L;
+  const double score = a.score_per_key * ctx + a.score_per_token;
+  k.flops = c.N * (2 * a.params + score) / c.P;
+  k.weight_bytes = a.params * kBf16 / c.tp;
+  const double group_tokens = c.N / c.dp, group_seqs = c.S / c.dp;
+  double cache = 0;
+  if (a.state_bytes_per_seq > 0) {
+    cache = 2 * group_seqs * a.state_bytes_per_seq;  // read and write the recurrent state
+  } else if (prefill) {
+    cache = group_tokens * a.kv_bytes_per_token;  // write the prompt's KV
+  } else {
+    cache = group_seqs * (c.L * a.kv_bytes_per_token + a.kv_bytes_per_token);  // read, write one
+  }
+  k.activation_bytes = cache / a.cache_split + 2 * group_tokens * m.hidden * kBf16;
+  Time(c, k);
+  return k;
+}
+
+}  // namespace
+
+KernelRates EffectiveRates(const HardwareSpec& hw, Dtype compute_dtype, const Efficiency& e,
+                           double injection_bandwidth) {
+  return {.flops = hw.peak_flops(compute_dtype) * e.compute,
+          .hbm = hw.hbm_bandwidth() * e.hbm,
+          .link = injection_bandwidth * e.link};
+}
+
+void TimeKernel(const KernelRates& r, KernelCost* k) {
+  k->compute_s = k->flops / r.flops;
+  k->weight_hbm_s = k->weight_bytes / r.hbm;
+  k->hbm_s = (k->weight_bytes + k->activation_bytes) / r.hbm;
+  k->time_s = std::max(k->compute_s, k->hbm_s) + k->link_s;
+}
+
+double LinkSeconds(const KernelRates& r, double bytes, double hops) {
+  if (bytes <= 0 || hops <= 0) return 0;
+  return bytes * hops / r.link;
+}
 
 // Attention weights of one layer (params). MLA without its small norms/gate.
 double AttentionParams(const ModelSpec& m, AttentionKind kind) {
@@ -32,7 +98,7 @@ double AttentionParams(const ModelSpec& m, AttentionKind kind) {
   return 0;
 }
 
-const char* AttentionName(AttentionKind kind) {
+const char* AttentionKernelName(AttentionKind kind) {
   switch (kind) {
     case AttentionKind::kMha:
       return "attention_mha";
@@ -46,73 +112,24 @@ const char* AttentionName(AttentionKind kind) {
   return "attention";
 }
 
-struct Ctx {
-  const HardwareSpec& hw;
-  const ModelSpec& m;
-  const StepOptions& o;
-  int P, tp, dp;
-  double N;    // tokens
-  double S;    // sequences
-  double L;    // context (prefill: prompt length)
-  double hop;  // all-to-all hop factor
-  double inj;  // injection bandwidth, bytes/s
-};
-
-// Fills the times of `k` from its volumes.
-void Time(const Ctx& c, KernelCost& k) {
-  const Efficiency& e = c.o.efficiency;
-  k.compute_s = k.flops / (c.hw.peak_flops(c.o.compute_dtype) * e.compute);
-  const double hbm = c.hw.hbm_bandwidth() * e.hbm;
-  k.weight_hbm_s = k.weight_bytes / hbm;
-  k.hbm_s = (k.weight_bytes + k.activation_bytes) / hbm;
-  k.time_s = std::max(k.compute_s, k.hbm_s) + k.link_s;
-}
-
-// Link time of `bytes` at the injection bandwidth, times `hops`.
-double LinkSeconds(const Ctx& c, double bytes, double hops) {
-  if (bytes <= 0 || hops <= 0) return 0;
-  return bytes * hops / (c.inj * c.o.efficiency.link);
-}
-
-KernelCost Attention(const Ctx& c, AttentionKind kind, int layers) {
-  const ModelSpec& m = c.m;
-  KernelCost k{.name = AttentionName(kind), .layers = layers};
-  const double params = AttentionParams(m, kind);
-  const bool prefill = c.o.phase == Phase::kPrefill;
-  // Mean keys a query sees: causal prefill (L + 1) / 2, decode L.
-  const double ctx = prefill ? (c.L + 1) / 2 : c.L;
-  double score = 0, kv_token = 0, state_seq = 0;
-  double kv_split = 1;  // devices of a TP group a sequence's KV is split over
+AttentionTerms AttentionTermsOf(const ModelSpec& m, AttentionKind kind, int tp) {
+  AttentionTerms a;
+  a.params = AttentionParams(m, kind);
   if (kind == AttentionKind::kMha) {
-    score = 4.0 * m.heads * m.head_dim * ctx;
-    kv_token = 2.0 * m.kv_heads * m.head_dim * kBf16;
-    kv_split = std::min(c.tp, m.kv_heads);
+    a.score_per_key = 4.0 * m.heads * m.head_dim;
+    a.kv_bytes_per_token = 2.0 * m.kv_heads * m.head_dim * kBf16;
+    a.cache_split = std::min(tp, m.kv_heads);
   } else if (kind == AttentionKind::kMla) {
-    score = 2.0 * m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * ctx;
-    kv_token = double(m.kv_lora_rank + m.qk_rope_head_dim) * kBf16;  // latent: not split
+    a.score_per_key = 2.0 * m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
+    a.kv_bytes_per_token = double(m.kv_lora_rank + m.qk_rope_head_dim) * kBf16;  // not split
   } else {
     const double d = m.linear_head_dim;
-    score = 4.0 * m.heads * d * d;  // state update k^T v and readout q S
-    state_seq = m.heads * d * d * kStateBytes;
-    kv_split = std::min(c.tp, m.heads);
+    a.score_per_token = 4.0 * m.heads * d * d;  // state update k^T v and readout q S
+    a.state_bytes_per_seq = m.heads * d * d * kRecurrentStateBytes;
+    a.cache_split = std::min(tp, m.heads);
   }
-  k.flops = c.N * (2 * params + score) / c.P;
-  k.weight_bytes = params * kBf16 / c.tp;
-  const double group_tokens = c.N / c.dp, group_seqs = c.S / c.dp;
-  double cache = 0;
-  if (state_seq > 0) {
-    cache = 2 * group_seqs * state_seq;  // read and write the recurrent state
-  } else if (prefill) {
-    cache = group_tokens * kv_token;  // write the prompt's KV
-  } else {
-    cache = group_seqs * (c.L * kv_token + kv_token);  // read the history, write one
-  }
-  k.activation_bytes = cache / kv_split + 2 * group_tokens * m.hidden * kBf16;
-  Time(c, k);
-  return k;
+  return a;
 }
-
-}  // namespace
 
 const KernelCost* StepCost::Find(const std::string& name) const {
   for (const KernelCost& k : kernels) {
@@ -163,7 +180,7 @@ Result<StepCost> EstimateStep(const HardwareSpec& hw, const ModelSpec& m, const 
         0,
         0,
         out.hop_factor,
-        out.interconnect.injection_bandwidth};
+        EffectiveRates(hw, o.compute_dtype, o.efficiency, out.interconnect.injection_bandwidth)};
   if (o.phase == Phase::kPrefill) {
     c.L = o.context > 0 ? double(o.context) : c.N;
     c.S = std::max(1.0, c.N / c.L);

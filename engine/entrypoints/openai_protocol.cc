@@ -115,29 +115,13 @@ Status Unsupported(std::string* param, std::string_view field) {
   return FieldError(param, field, "'" + std::string(field) + "' is not supported.");
 }
 
-Status ReadPrompt(const json& body, CompletionRequest* r, std::string* param) {
-  const json* v = Field(body, "prompt");
-  if (v == nullptr) return FieldError(param, "prompt", "'prompt' is a required property.");
-  if (v->is_string()) {
-    r->prompt_text = v->get<std::string>();
-    return Status::Ok();
-  }
-  if (!v->is_array()) return WrongType(param, "prompt", "a string or an array of token ids", *v);
-  if (v->empty()) return FieldError(param, "prompt", "'prompt' must not be empty.");
-  if ((*v)[0].is_string() || (*v)[0].is_array()) {
-    if (v->size() > 1) {
-      return FieldError(param, "prompt", "Batched prompts are not supported: send one prompt.");
-    }
-    // A batch of one is the prompt itself.
-    if ((*v)[0].is_string()) {
-      r->prompt_text = (*v)[0].get<std::string>();
-      return Status::Ok();
-    }
-    return ReadPrompt(json{{"prompt", (*v)[0]}}, r, param);
-  }
+// `ids` is a JSON array meant as token ids; nested arrays are refused here,
+// so a body of deeply nested brackets costs one pass, not a recursion.
+Status ReadTokenIds(const json& ids, CompletionRequest* r, std::string* param) {
+  if (ids.empty()) return FieldError(param, "prompt", "'prompt' must not be empty.");
   r->prompt_is_tokens = true;
-  for (size_t i = 0; i < v->size(); ++i) {
-    const json& t = (*v)[i];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const json& t = ids[i];
     if (!t.is_number_integer()) {
       return FieldError(param, "prompt",
                         "'prompt' must be a string or an array of token ids; element " +
@@ -152,6 +136,29 @@ Status ReadPrompt(const json& body, CompletionRequest* r, std::string* param) {
     r->prompt_tokens.push_back(static_cast<int32_t>(id));
   }
   return Status::Ok();
+}
+
+Status ReadPrompt(const json& body, CompletionRequest* r, std::string* param) {
+  const json* v = Field(body, "prompt");
+  if (v == nullptr) return FieldError(param, "prompt", "'prompt' is a required property.");
+  if (v->is_string()) {
+    r->prompt_text = v->get<std::string>();
+    return Status::Ok();
+  }
+  if (!v->is_array()) return WrongType(param, "prompt", "a string or an array of token ids", *v);
+  if (v->empty()) return FieldError(param, "prompt", "'prompt' must not be empty.");
+  if ((*v)[0].is_string() || (*v)[0].is_array()) {
+    if (v->size() > 1) {
+      return FieldError(param, "prompt", "Batched prompts are not supported: send one prompt.");
+    }
+    // A batch of one is the prompt itself: a string or one list of token ids.
+    if ((*v)[0].is_string()) {
+      r->prompt_text = (*v)[0].get<std::string>();
+      return Status::Ok();
+    }
+    return ReadTokenIds((*v)[0], r, param);
+  }
+  return ReadTokenIds(*v, r, param);
 }
 
 json Choice0(std::string_view finish_reason) {

@@ -67,6 +67,11 @@ class Reader {
       Fail(name(), "must be an integer, got " + Short(*v));
       return std::nullopt;
     }
+    // An unsigned above INT64_MAX would wrap to a negative int64 below.
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT_MAX)) {
+      Fail(name(), "is out of range: " + Short(*v));
+      return std::nullopt;
+    }
     const int64_t x = v->get<int64_t>();
     if (x < INT_MIN || x > INT_MAX) {
       Fail(name(), "is out of range: " + std::to_string(x));
@@ -88,7 +93,14 @@ class Reader {
       Fail(name(), "must be a number, got " + Short(*v));
       return std::nullopt;
     }
-    return static_cast<float>(v->get<double>());
+    // A JSON number beyond the float range (1e39) would become an infinity,
+    // which ToHfConfig cannot write back (JSON has none).
+    const float f = static_cast<float>(v->get<double>());
+    if (!std::isfinite(f)) {
+      Fail(name(), "is out of range for a float: " + Short(*v));
+      return std::nullopt;
+    }
+    return f;
   }
   float Float(std::initializer_list<const char*> names) {
     auto v = OptFloat(names);
@@ -188,7 +200,9 @@ int32_t ReadEos(Reader& r, const json& j) {
     }
     v = &(*v)[0];  // the first of several stop tokens is the model's EOS
   }
-  if (!v->is_number_integer() || v->get<int64_t>() < INT32_MIN || v->get<int64_t>() > INT32_MAX) {
+  if (!v->is_number_integer() ||
+      (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) ||
+      v->get<int64_t>() < INT32_MIN || v->get<int64_t>() > INT32_MAX) {
     r.Fail("eos_token_id", "must be an integer or a list of integers, got " + Short(*it));
     return 0;
   }
@@ -234,19 +248,40 @@ void CheckLinearAttnConfig(Reader& r, const json& lac, const ModelConfig& c) {
     r.Fail("linear_attn_config", "must be an object");
     return;
   }
-  std::vector<int> linear, full;  // 1-based, as in the checkpoint's config
-  for (int l = 0; l < c.layers; ++l) (c.is_full_attention(l) ? full : linear).push_back(l + 1);
-  auto check_list = [&](const char* key, const std::vector<int>& want) {
+  // The layer lists are built from their length, which is checked first, so
+  // a config claiming billions of layers costs no more than its own lists.
+  auto check_list = [&](const char* key, bool full) {
     auto it = lac.find(key);
     if (it == lac.end()) return;
-    if (!it->is_array() || *it != json(want)) {
+    const int64_t layers = c.layers, group = c.layer_group_size;
+    if (layers < 0 || group <= 0) return;  // Validate refuses these
+    const int64_t whole = layers / group * group;
+    const int64_t n_full = whole / group + (layers - whole);
+    const int64_t n = full ? n_full : layers - n_full;
+    if (!it->is_array() || static_cast<int64_t>(it->size()) != n) {
+      r.Fail(std::string("linear_attn_config.") + key,
+             "is " + Short(*it) + " but num_hidden_layers and layer_group_size give " +
+                 std::to_string(n) + " layers");
+      return;
+    }
+    std::vector<int64_t> want;  // 1-based, as in the checkpoint's config
+    want.reserve(static_cast<size_t>(n));
+    if (full) {
+      for (int64_t l = group; l <= whole; l += group) want.push_back(l);
+      for (int64_t l = whole + 1; l <= layers; ++l) want.push_back(l);
+    } else {
+      for (int64_t l = 1; l <= whole; ++l) {
+        if (l % group != 0) want.push_back(l);
+      }
+    }
+    if (*it != json(want)) {
       r.Fail(std::string("linear_attn_config.") + key,
              "is " + Short(*it) + " but num_hidden_layers and layer_group_size give " +
                  Short(json(want)));
     }
   };
-  check_list("kda_layers", linear);
-  check_list("full_attn_layers", full);
+  check_list("kda_layers", /*full=*/false);
+  check_list("full_attn_layers", /*full=*/true);
   auto check_int = [&](const char* key, int want, const char* top) {
     auto it = lac.find(key);
     if (it == lac.end()) return;
@@ -286,10 +321,14 @@ void ParseHybrid(Reader& r, const json& j, ModelConfig& c) {
   c.qk_nope_head_dim = r.Int({"qk_nope_head_dim"});
   c.qk_rope_head_dim = r.Int({"qk_rope_head_dim"});
   c.v_head_dim = r.Int({"v_head_dim"});
-  if (auto qk = r.OptInt({"qk_head_dim"}); qk && *qk != c.mla_qk_head_dim()) {
+  // Summed in 64 bits: the two ints are the file's, and may be near INT_MAX.
+  const int64_t qk_sum = int64_t{c.qk_nope_head_dim} + c.qk_rope_head_dim;
+  if (auto qk = r.OptInt({"qk_head_dim"}); qk && *qk != qk_sum) {
     r.Fail("qk_head_dim", "is " + std::to_string(*qk) +
                               " but qk_nope_head_dim + qk_rope_head_dim is " +
-                              std::to_string(c.mla_qk_head_dim()));
+                              std::to_string(qk_sum));
+  } else if (qk_sum > INT_MAX) {
+    r.Fail("qk_nope_head_dim", "plus qk_rope_head_dim is out of range: " + std::to_string(qk_sum));
   }
   c.rope_interleave = r.Bool({"rope_interleave"}, true);
   if (r.Bool({"use_mla_nope", "mla_use_nope"}, false)) {
@@ -339,7 +378,13 @@ void ParseHybrid(Reader& r, const json& j, ModelConfig& c) {
       c.first_k_dense_replace > 0 ? r.Int({"intermediate_size"}) : r.Int({"intermediate_size"}, 0);
   const int shared_experts = r.Int({"num_shared_experts"}, 0);
   const int shared_each = r.Int({"moe_shared_expert_intermediate_size"}, c.expert_inter);
-  c.shared_inter = shared_experts * shared_each;
+  const int64_t shared_inter = int64_t{shared_experts} * shared_each;
+  if (shared_inter < INT_MIN || shared_inter > INT_MAX) {
+    r.Fail("num_shared_experts", "times moe_shared_expert_intermediate_size is out of range: " +
+                                     std::to_string(shared_inter));
+  } else {
+    c.shared_inter = static_cast<int>(shared_inter);
+  }
   c.n_group = r.Int({"n_group", "num_expert_group"}, 1);
   c.topk_group = r.Int({"topk_group"}, 1);
   if (auto f = r.OptString({"score_function", "scoring_func", "moe_router_activation_func"});

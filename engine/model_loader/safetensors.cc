@@ -123,7 +123,10 @@ Status ParseEntry(const std::string& path, const std::string& name, const json& 
       return CorruptTensor(path, name, "'shape' holds something other than a non-negative integer");
     }
     const uint64_t v = d.get<uint64_t>();
-    if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, v, &elements)) {
+    // Every partial product must fit int64, as TensorView::elements() takes
+    // them in order ([2^62, 2, 0] holds 0 elements but overflows there).
+    if (v > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, v, &elements) ||
+        elements > static_cast<uint64_t>(INT64_MAX)) {
       return CorruptTensor(path, name, "'shape' overflows");
     }
     t->shape.push_back(static_cast<int64_t>(v));
@@ -288,6 +291,9 @@ const TensorView* SafetensorsFile::Find(const std::string& name) const {
 
 void ToFloat(const TensorView& t, float* out) {
   const size_t n = static_cast<size_t>(t.elements());
+  // An empty tensor's destination is often an empty vector's null data();
+  // memcpy must not see a null pointer even for 0 bytes.
+  if (n == 0) return;
   switch (t.dtype) {
     case DType::kF32:
       std::memcpy(out, t.data, n * 4);  // the data may be unaligned: memcpy, not a cast

@@ -10,9 +10,11 @@ KvPool::KvPool(const KvPoolOptions& options)
       row_(options.latent_dim > 0 ? options.latent_dim
                                   : static_cast<int64_t>(options.kv_heads) * options.head_dim) {
   assert(options.num_pages > 0 && options.page_size > 0 && options.layers > 0 && row_ > 0);
-  storage_.assign(
-      static_cast<size_t>(options.num_pages) * options.layers * entries_ * options.page_size * row_,
-      0.0f);
+  if (options.allocate_storage) {
+    storage_.assign(static_cast<size_t>(options.num_pages) * options.layers * entries_ *
+                        options.page_size * row_,
+                    0.0f);
+  }
   free_.reserve(options.num_pages);
   // Highest id first so that Allocate hands out 0, 1, 2, ... on a fresh pool.
   for (int p = options.num_pages - 1; p >= 0; --p) free_.push_back(p);
@@ -64,16 +66,19 @@ int64_t KvPool::page_floats() const {
 }
 
 float* KvPool::PageData(int page) {
+  assert(has_storage());
   assert(page >= 0 && page < storage_pages());
   return &storage_[static_cast<size_t>(page) * page_floats()];
 }
 
 const float* KvPool::PageData(int page) const {
+  assert(has_storage());
   assert(page >= 0 && page < storage_pages());
   return &storage_[static_cast<size_t>(page) * page_floats()];
 }
 
 size_t KvPool::Offset(int page, int layer, int kv, int slot) const {
+  assert(has_storage());
   assert(page >= 0 && page < storage_pages() && layer >= 0 && layer < options_.layers);
   assert(slot >= 0 && slot < options_.page_size);
   return ((((static_cast<size_t>(page) * options_.layers + layer) * entries_ + kv) *

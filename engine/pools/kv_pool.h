@@ -44,6 +44,12 @@ struct KvPoolOptions {
   int kv_heads = 0;    // MHA
   int head_dim = 0;    // MHA
   int latent_dim = 0;  // MLA: > 0 selects the latent layout (kv_heads/head_dim unused)
+  // false: bookkeeping only (the simulated backend, engine/sim/): no storage
+  // is allocated, so a pool the size of a real accelerator's costs nothing;
+  // allocation, counters, SetShards, page_bytes() and bytes() (what the
+  // pages would hold) work as usual. PageData/K/V/Latent then REQUIRE
+  // storage (asserted).
+  bool allocate_storage = true;
 };
 
 class KvPool {
@@ -81,6 +87,7 @@ class KvPool {
   int layers() const { return options_.layers; }
   // Storage page `page` (< storage_pages()) as one contiguous block of
   // page_floats() floats: [layers][entries][page_size][row_floats()].
+  // PageData, K, V and Latent REQUIRE: has_storage().
   float* PageData(int page);
   const float* PageData(int page) const;
   int64_t page_floats() const;
@@ -98,7 +105,10 @@ class KvPool {
   const float* Latent(int page, int layer, int slot) const;
   // Bytes one allocated page holds (all layers, all shards).
   int64_t page_bytes() const;
-  int64_t bytes() const { return static_cast<int64_t>(storage_.size()) * sizeof(float); }
+  // Bytes of the whole pool (num_pages x page_bytes()), allocated or not.
+  int64_t bytes() const { return static_cast<int64_t>(options_.num_pages) * page_bytes(); }
+  // False for a bookkeeping-only pool (KvPoolOptions::allocate_storage).
+  bool has_storage() const { return options_.allocate_storage; }
 
  private:
   size_t Offset(int page, int layer, int kv, int slot) const;

@@ -12,7 +12,9 @@ StatePool::StatePool(const StatePoolOptions& options)
   assert(options.slots >= 0 && options.layers >= 0 && options.state_floats >= 0 &&
          options.conv_floats >= 0);
   if (slot_floats_ == 0) options_.slots = 0;
-  storage_.assign(static_cast<size_t>(slot_floats_) * options_.slots, 0.0f);
+  if (options_.allocate_storage) {
+    storage_.assign(static_cast<size_t>(slot_floats_) * options_.slots, 0.0f);
+  }
   free_.reserve(options_.slots);
   // Highest id first so that Allocate hands out 0, 1, 2, ... on a fresh pool.
   for (int s = options_.slots - 1; s >= 0; --s) free_.push_back(s);
@@ -72,16 +74,19 @@ Status StatePool::SetShards(int shards) {
 }
 
 float* StatePool::SlotData(int slot) {
+  assert(has_storage());
   assert(slot >= 0 && slot < storage_slots());
   return storage_.data() + static_cast<size_t>(slot) * slot_floats();
 }
 
 const float* StatePool::SlotData(int slot) const {
+  assert(has_storage());
   assert(slot >= 0 && slot < storage_slots());
   return storage_.data() + static_cast<size_t>(slot) * slot_floats();
 }
 
 size_t StatePool::Offset(int slot, int layer) const {
+  assert(has_storage());
   assert(slot >= 0 && slot < storage_slots() && layer >= 0 && layer < options_.layers);
   return static_cast<size_t>(slot) * slot_floats() +
          static_cast<size_t>(layer) * (layer_floats_ / shards_);

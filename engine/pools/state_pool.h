@@ -57,6 +57,11 @@ struct StatePoolOptions {
   // (KDA: conv_kernel - 1 rows of q | k | v, so 3 (K - 1) groups of heads *
   // head_dim); 0 when conv_floats is 0.
   int conv_groups = 0;
+  // false: bookkeeping only (the simulated backend, engine/sim/): no storage
+  // is allocated; Allocate/Free/UsedSlots/SetShards and slot_bytes() work as
+  // usual and bytes() still reports what the slots would hold. SlotData,
+  // Zero, Copy, State and Conv then REQUIRE storage (asserted).
+  bool allocate_storage = true;
 };
 
 class StatePool {
@@ -105,6 +110,8 @@ class StatePool {
   int64_t slot_bytes() const { return slot_floats_ * static_cast<int64_t>(sizeof(float)); }
   int64_t bytes() const { return slot_bytes() * options_.slots; }
   const StatePoolOptions& options() const { return options_; }
+  // False for a bookkeeping-only pool (StatePoolOptions::allocate_storage).
+  bool has_storage() const { return options_.allocate_storage; }
 
  private:
   size_t Offset(int slot, int layer) const;

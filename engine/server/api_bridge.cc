@@ -30,7 +30,9 @@ void Engine::AdmitApiRequests() {
 }
 
 void Engine::ReportDone(const Request& r) {
-  publisher_->Publish(DoneMessage(r));
+  telemetry::RequestDone done = DoneMessage(r);
+  if (options_.observer) options_.observer->OnRequestDone(done);
+  publisher_->Publish(std::move(done));
   const double ttft = r.first_token_us >= 0 ? r.ttft_us() / 1e6 : -1.0;
   const double tpot = r.first_token_us >= 0 && r.generated.size() > 1 ? r.tpot_us() / 1e6 : -1.0;
   metrics_->ObserveRequest(ttft, tpot, r.e2e_us() / 1e6, FinishReasonName(r.finish));

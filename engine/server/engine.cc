@@ -4,9 +4,12 @@
 // commands.cc.
 #include "engine/server/engine.h"
 
+#include "engine/server/security_flags.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
 #include <utility>
@@ -55,7 +58,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
     RETURN_IF_ERROR(options.workload.Validate().WithContext("workload"));
   }
   if (options.idle_wait_ms < 1) return InvalidArgument("idle_wait_ms must be >= 1");
+  if (options.sim && !(options.sim_speed >= 0 && std::isfinite(options.sim_speed))) {
+    return InvalidArgument("sim speed must be >= 0 (0: as fast as possible), got " +
+                           std::to_string(options.sim_speed));
+  }
   if (options.max_queue < 1) return InvalidArgument("max_queue must be >= 1");
+  RETURN_IF_ERROR(CheckEndpointSecurity(options.publisher.endpoint, options.control_endpoint,
+                                        options.curve.has_value()));
 
   std::unique_ptr<Engine> e(new Engine(std::move(options)));
   const EngineOptions& o = e->options_;
@@ -66,7 +75,16 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
                      eplb::InitialPlacement(o.model.layers, o.model.experts, o.runner.devices,
                                             o.redundant_experts));
   }
-  ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(o.model, o.runner));
+  if (o.sim) {
+    auto clock = std::make_unique<VirtualClock>(o.sim_speed);
+    SimOptions sim = *o.sim;
+    sim.clock = clock.get();
+    e->clock_ = std::move(clock);
+    ASSIGN_OR_RETURN(e->runner_, CreateSimRunner(o.model, o.runner, sim));
+  } else {
+    ASSIGN_OR_RETURN(e->runner_, ModelRunner::Create(o.model, o.runner));
+    e->clock_ = std::make_unique<WallClock>(e->runner_->epoch());
+  }
   std::vector<KvPool*> pools;
   std::vector<StatePool*> state_pools;
   for (int d = 0; d < e->runner_->devices(); ++d) {
@@ -76,9 +94,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   e->scheduler_ =
       std::make_unique<Scheduler>(o.scheduler, std::move(pools), std::move(state_pools));
   if (o.workload_enabled) e->workload_ = std::make_unique<WorkloadGenerator>(o.workload);
+  e->SetUpSecurity();  // before the sockets: fills o.publisher.curve
+  telemetry::PublisherOptions publisher = o.publisher;
+  if (e->clock_->is_virtual()) {
+    publisher.now_us = [clock = e->clock_.get()] { return clock->NowUs(); };
+  }
   ASSIGN_OR_RETURN(e->publisher_,
-                   telemetry::Publisher::Start(o.publisher, e->run_id_, e->runner_->epoch()));
-  ASSIGN_OR_RETURN(e->control_, telemetry::ControlServer::Bind(o.control_endpoint));
+                   telemetry::Publisher::Start(publisher, e->run_id_, e->runner_->epoch()));
+  ASSIGN_OR_RETURN(e->control_, telemetry::ControlServer::Bind(
+                                    {.endpoint = o.control_endpoint, .curve = o.curve}));
   e->hit_window_.resize(e->runner_->devices());
   if (o.model.experts > 0) {
     ASSIGN_OR_RETURN(eplb::ExpertStats stats,
@@ -87,6 +111,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
     e->expert_stats_.emplace(std::move(stats));
     e->placement_.emplace(std::move(placement));
     e->applier_ = std::make_unique<eplb::RebalanceApplier>(e->runner_.get());
+  }
+  if (o.initial_layout != e->runner_->parallel_mode()) {
+    Result<SwitchStats> st = e->runner_->SwitchParallelism(o.initial_layout);
+    if (!st.ok()) return st.status().WithContext("initial layout");
   }
   ASSIGN_OR_RETURN(SwitchPolicy policy, SwitchPolicy::Create(o.policy));
   e->policy_ = std::make_unique<SwitchPolicy>(std::move(policy));
@@ -108,10 +136,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
 
 int Engine::http_port() const { return http_ ? http_->port() : 0; }
 
-int64_t Engine::NowUs() const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - runner_->epoch())
-      .count();
-}
+int64_t Engine::NowUs() const { return clock_->NowUs(); }
 
 std::string Engine::StateName() const {
   if (stopping_) return "stopping";
@@ -150,7 +175,30 @@ telemetry::Meta Engine::BuildMeta() const {
   m.expert_device = runner_->expert_device();
   m.kv_pages_per_device = runner_->kv_pool(0).num_pages();
   m.state_slots_per_device = runner_->state_pool(0).slots();
+  m.backend = BackendJson();
   return m;
+}
+
+nlohmann::json Engine::BackendJson() const {
+  if (!options_.sim) return {{"kind", "cpu"}, {"clock", "wall"}};
+  const SimOptions& sim = *options_.sim;
+  return {{"kind", "sim"},
+          {"clock", "virtual"},
+          {"speed", options_.sim_speed},
+          {"hardware", sim.hardware.name},
+          {"model", sim.model.name},
+          {"dtype", costmodel::DtypeName(sim.compute_dtype)},
+          {"weight_dtype", costmodel::DtypeName(sim.weight_dtype)},
+          {"efficiency",
+           {{"compute", sim.efficiency.compute},
+            {"hbm", sim.efficiency.hbm},
+            {"link", sim.efficiency.link}}},
+          {"overlap", sim.overlap == costmodel::Overlap::kSerial ? "serial" : "hide-comm"},
+          {"routing",
+           {{"skew", sim.routing.skew},
+            {"drift_period_s", sim.routing.drift_period_s},
+            {"drift_fraction", sim.routing.drift_fraction},
+            {"seed", sim.routing.seed}}}};
 }
 
 void Engine::PublishMeta() { publisher_->SetMeta(BuildMeta()); }
@@ -163,6 +211,7 @@ void Engine::PublishEvent(std::string kind, std::string name, std::string phase,
   ev.phase = std::move(phase);
   ev.message = std::move(message);
   ev.detail = std::move(detail);
+  if (options_.observer) options_.observer->OnEvent(ev);
   publisher_->Publish(std::move(ev));
 }
 
@@ -183,17 +232,16 @@ void Engine::AdmitArrivals() {
   }
 }
 
-std::chrono::milliseconds Engine::IdleWait() const {
-  int64_t wait_ms = options_.idle_wait_ms;
-  if (next_arrival_ && !stopping_) {
-    const int64_t due_us = workload_start_us_ + next_arrival_->time_us - NowUs();
-    wait_ms = std::clamp<int64_t>(due_us / 1000, 0, wait_ms);
-  }
-  return std::chrono::milliseconds(wait_ms);
+std::chrono::milliseconds Engine::IdleWait() {
+  // Paused, a virtual clock must not run to the next arrival: nothing would
+  // be served in between, and the operator expects time to stand still.
+  const bool scheduled = next_arrival_ && !stopping_ && !paused_;
+  const int64_t until_us = scheduled ? workload_start_us_ + next_arrival_->time_us : -1;
+  return std::chrono::milliseconds(clock_->IdleWaitMs(until_us, options_.idle_wait_ms));
 }
 
 Status Engine::Run() {
-  const auto handler = [this](const telemetry::CommandRequest& r) { return HandleCommand(r); };
+  const auto handler = [this](const telemetry::CommandRequest& r) { return HandleAuthorized(r); };
   workload_start_us_ = NowUs();
   if (workload_) next_arrival_ = workload_->Next();
   PublishMeta();
@@ -212,6 +260,7 @@ Status Engine::Run() {
     control_->Serve(handler);
     PollRebalance();
     PollCalibration();
+    PublishRefusals();
     if (stop_requested_.load() && !stopping_) {
       stopping_ = true;
       spdlog::info("stop requested");
@@ -239,9 +288,11 @@ Status Engine::Run() {
                {{"steps", scheduler_->step()},
                 {"finished", scheduler_->finished_total()},
                 {"generated", scheduler_->generated_total()}});
-  spdlog::info("engine {} stopped after {} steps, {} requests finished, {} tokens generated",
-               run_id_, scheduler_->step(), scheduler_->finished_total(),
-               scheduler_->generated_total());
+  spdlog::info(
+      "engine {} stopped after {} steps, {} requests finished, {} tokens generated, "
+      "{:.1f} s on the {} clock",
+      run_id_, scheduler_->step(), scheduler_->finished_total(), scheduler_->generated_total(),
+      static_cast<double>(NowUs()) / 1e6, clock_->is_virtual() ? "virtual" : "wall");
   return result;
 }
 
@@ -264,6 +315,7 @@ Status Engine::RunStep() {
   if (first_step_us_ < 0) first_step_us_ = start_us;
   stats_.step_us += done_us - start_us;
   stats_.serving_us = done_us - first_step_us_;
+  stats_.clock_us = done_us;
   return Status::Ok();
 }
 

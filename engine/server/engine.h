@@ -31,7 +31,9 @@
 // for a hybrid model, recurrent-state slots, with bytes).
 // A command is answered between steps, so pause takes effect at the step
 // boundary; a malformed or failing command changes nothing. Every command is
-// mirrored on the event stream (received, then done or failed).
+// mirrored on the event stream (received, then done or failed). With CURVE
+// (EngineOptions::curve), a command the sender's role may not run is refused
+// with PERMISSION_DENIED and a `security` event (engine_security.cc).
 //
 // Thread-safety: Run() on one thread; RequestStop() from any thread (signal
 // watcher); stats() after Run() returns.
@@ -61,6 +63,8 @@
 #include "engine/parallelism/switch_policy.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/server/calibrate_run.h"
+#include "engine/sim/clock.h"
+#include "engine/sim/sim_runner.h"
 #include "engine/trace/span_recorder.h"
 #include "engine/workload/workload.h"
 #include "telemetry/control.h"
@@ -68,6 +72,19 @@
 #include "telemetry/publisher.h"
 
 namespace sy::engine {
+
+// Sees what the engine publishes, on the serving thread, before it is queued
+// for the wire (so nothing is lost to drops): the headless scenario runner
+// (scenario.h) computes its results here. Calls must be quick and must not
+// call back into the Engine.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnStep(const telemetry::Step& /*step*/) {}
+  virtual void OnExpertLoad(const telemetry::ExpertLoad& /*load*/) {}
+  virtual void OnRequestDone(const telemetry::RequestDone& /*done*/) {}
+  virtual void OnEvent(const telemetry::Event& /*event*/) {}
+};
 
 struct EngineOptions {
   ModelConfig model;
@@ -117,6 +134,25 @@ struct EngineOptions {
   }();
   // Detokenises HTTP responses; null: the byte-level tokenizer.
   std::shared_ptr<const Tokenizer> tokenizer;
+  // CURVE on both sockets (security_flags.h: --server-key, --authorized-keys;
+  // `refusals` is Create's to fill). Required when either endpoint is beyond
+  // loopback; then observers may only run read-only commands (telemetry/access.h).
+  std::optional<telemetry::CurveServer> curve = std::nullopt;
+  // `--backend sim` (engine/sim/sim_runner.h) when set: the runner is a
+  // SimRunner priced by sim->hardware, `model` must be SimModelConfig(
+  // sim->model, max_seq), and the engine runs on a VirtualClock at
+  // `sim_speed` (0: as fast as possible; s: s x real time). sim->clock is
+  // ignored (the engine owns the clock). Absent: the CPU backend on the wall clock.
+  std::optional<SimOptions> sim;
+  double sim_speed = 0;
+  // The layout serving starts in (a switch before the first step when TP).
+  ParallelMode initial_layout = ParallelMode::kEP;
+  // Null: none. Must outlive the Engine.
+  EngineObserver* observer = nullptr;
+  // 0: an `experts` message every step. > 0: counts summed over the steps of
+  // at least this many µs of the serving clock, one message each (its
+  // `steps` says how many); the sim backend uses 100 ms.
+  int64_t experts_every_us = 0;
 };
 
 struct EngineStats {
@@ -130,6 +166,7 @@ struct EngineStats {
   int64_t dropped = 0;     // telemetry messages the publisher dropped
   int64_t cancelled = 0;   // by command or by an HTTP client that went away
   int64_t switches = 0;    // completed TP <-> EP switches
+  int64_t clock_us = 0;    // the serving clock at the last step's end (sim: simulated time)
 };
 
 class Engine {
@@ -151,13 +188,18 @@ class Engine {
   const std::string& run_id() const { return run_id_; }
   // The HTTP front end's port (0 when it is off).
   int http_port() const;
+  // The serving clock now, µs since the run's epoch (simulated time under
+  // the sim backend). Between Create and Run it is the workload's start.
+  int64_t clock_us() const { return clock_->NowUs(); }
 
  private:
   explicit Engine(EngineOptions options);
 
   Status RunStep();
   void AdmitArrivals();
-  std::chrono::milliseconds IdleWait() const;
+  // How long to wait on the control socket when there is nothing to run;
+  // moves a virtual clock to the next arrival (engine/sim/clock.h).
+  std::chrono::milliseconds IdleWait();
   bool WorkloadExhausted() const { return !next_arrival_.has_value(); }
 
   // api_bridge.cc: the HTTP hand-off.
@@ -208,6 +250,11 @@ class Engine {
   telemetry::RequestDone DoneMessage(const Request& r) const;
   double WindowHitRate(int device) const;
 
+  // engine_security.cc: CURVE refusals and the role check before HandleCommand.
+  void SetUpSecurity();
+  telemetry::CommandReply HandleAuthorized(const telemetry::CommandRequest& req);
+  void PublishRefusals();
+
   // commands.cc
   telemetry::CommandReply HandleCommand(const telemetry::CommandRequest& req);
   Result<nlohmann::json> Execute(const telemetry::CommandRequest& req);
@@ -215,6 +262,9 @@ class Engine {
   nlohmann::json StatusJson() const;
 
   telemetry::Meta BuildMeta() const;
+  // Meta's `backend`: cpu on the wall clock, or the sim's hardware, clock and
+  // routing model (so a sim run can be told apart and re-run from its seed).
+  nlohmann::json BackendJson() const;
   // Both memory pools of every device, as published on the occupancy stream
   // and shown by the status command.
   std::vector<telemetry::DeviceOccupancy> PoolOccupancy() const;
@@ -225,6 +275,9 @@ class Engine {
   int64_t NowUs() const;
 
   EngineOptions options_;
+  // The serving clock (wall, or virtual under the sim backend); before the
+  // runner, which advances a virtual one.
+  std::unique_ptr<ServingClock> clock_;
   std::string run_id_;
   int64_t started_unix_ms_ = 0;
   std::unique_ptr<ModelRunner> runner_;
@@ -234,6 +287,7 @@ class Engine {
   int64_t workload_start_us_ = 0;
   std::unique_ptr<telemetry::Publisher> publisher_;
   std::unique_ptr<telemetry::ControlServer> control_;
+  std::shared_ptr<telemetry::RefusalLog> refusals_;  // null without CURVE
 
   TraceLevel trace_level_;
   bool paused_;
@@ -262,6 +316,10 @@ class Engine {
   std::optional<RebalanceRun> rebalance_;
   int64_t last_auto_step_ = 0;
   std::deque<double> moe_ms_;  // the last kMoeWindow steps with spans
+  // Expert counts summed since the last `experts` message (experts_every_us).
+  std::vector<std::vector<int64_t>> pending_counts_;
+  int pending_steps_ = 0;
+  int64_t last_experts_us_ = 0;
   std::unique_ptr<SwitchPolicy> policy_;
   std::optional<Decision> last_decision_;
   std::unique_ptr<CalibrationRun> calibration_;  // in flight or finished, not yet published

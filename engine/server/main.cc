@@ -13,6 +13,7 @@
 //   moe-engine eplb --stats load.json --replicas 20 --groups 4 --nodes 1 --devices 4
 //   moe-engine calibrate --model tiny --batches 1,4,16,64
 //   moe-engine costmodel --hardware h200 --model qwen3-235b-a22b --phase decode --tokens 256 --ep 8
+//   moe-engine keygen --out keys --name engine   # CURVE keys (security_flags.h)
 //
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. an endpoint cannot be
 // bound), 2 bad command line.
@@ -36,6 +37,9 @@
 #include "engine/server/engine.h"
 #include "engine/server/model_source.h"
 #include "engine/server/model_tools.h"
+#include "engine/server/scenario_cli.h"
+#include "engine/server/security_flags.h"
+#include "engine/server/sim_flags.h"
 #include "engine/server/workload_flags.h"
 #include "engine/workload/workload_file.h"
 
@@ -101,6 +105,22 @@ class StopOnSignal {
   struct sigaction old_term_ {};
 };
 
+// Creates the engine, serves until it stops or a signal asks; the exit code.
+int ServeEngine(EngineOptions o) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(std::move(o));
+  if (!engine.ok()) {
+    spdlog::error("cannot start: {}", engine.status().ToString());
+    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime;
+  }
+  StopOnSignal stop_on_signal(engine->get());
+  Status s = (*engine)->Run();
+  if (!s.ok()) {
+    spdlog::error("engine failed: {}", s.ToString());
+    return kExitRuntime;
+  }
+  return 0;
+}
+
 int Serve(int argc, char** argv) {
   CLI::App app{
       "moe-engine: serve a Mixture-of-Experts model over P virtual devices (expert parallel\n"
@@ -134,8 +154,15 @@ int Serve(int argc, char** argv) {
   app.add_option("--trace", trace, "trace level")
       ->check(CLI::IsMember({"off", "summary", "full"}))
       ->capture_default_str();
-  app.add_option("--kv-pages", kv_pages, "KV cache pages per device")
-      ->check(CLI::Range(1, 1 << 22))
+  const CLI::Option* kv_pages_option =
+      app.add_option("--kv-pages", kv_pages, "KV cache pages per device")
+          ->check(CLI::Range(1, 1 << 22))
+          ->capture_default_str();
+  SimFlags sim;
+  AddSimFlags(app, &sim, kv_pages_option);
+  std::string layout = "ep";
+  app.add_option("--layout", layout, "MoE layout serving starts in (the `switch` command moves it)")
+      ->check(CLI::IsMember({"ep", "tp"}))
       ->capture_default_str();
   app.add_option("--state-slots", state_slots,
                  "recurrent-state slots per device (hybrid models): concurrent requests a "
@@ -210,20 +237,33 @@ int Serve(int argc, char** argv) {
   app.add_option("--log-level", log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
+  SecurityFlags security;
+  AddSecurityFlags(&app, &security);
   if (auto code = Parse(app, argc, argv)) return *code;
   spdlog::set_level(spdlog::level::from_str(log_level));
+  auto curve = LoadSecurity(security, telemetry, control);
+  if (!curve.ok()) {
+    std::cerr << "moe-engine: cannot start: " << curve.status().ToString() << "\n";
+    return kExitUsage;
+  }
   Result<WorkloadSelection> selected = ResolveWorkload(workload);
   if (!selected.ok()) {
     std::cerr << "moe-engine: " << selected.status().message() << "\n";
     return kExitUsage;
   }
 
-  Result<LoadedModel> loaded = LoadModel(model);
+  // Under the sim backend nothing is loaded: the model is only a shape to price.
+  Result<LoadedModel> loaded =
+      sim.sim() ? Result<LoadedModel>(LoadedModel{.config = {},
+                                                  .checkpoint = nullptr,
+                                                  .tokenizer = MakeByteTokenizer(),
+                                                  .source = "sim"})
+                : LoadModel(model);
   if (!loaded.ok()) {
     spdlog::error("cannot load the model: {}", loaded.status().ToString());
     return loaded.status().code() == StatusCode::kNotFound ? kExitUsage : kExitRuntime;
   }
-  if (pool_memory_mb > 0) {
+  if (pool_memory_mb > 0 && !sim.sim()) {
     Result<PoolSizing> sz = SizePools(loaded->config, ModelRunnerOptions{}.page_size,
                                       pool_memory_mb << 20, state_fraction);
     if (!sz.ok()) {
@@ -282,22 +322,19 @@ int Serve(int argc, char** argv) {
   o.tokenizer = loaded->tokenizer;
   o.publisher.endpoint = telemetry;
   o.control_endpoint = control;
+  o.curve = std::move(curve).value();
   o.trace_level = ParseTraceLevel(trace).value();
   o.start_paused = paused;
+  o.initial_layout = layout == "tp" ? ParallelMode::kTP : ParallelMode::kEP;
   o.exit_when_done = selected->enabled && selected->bounded;
 
-  Result<std::unique_ptr<Engine>> engine = Engine::Create(std::move(o));
-  if (!engine.ok()) {
-    spdlog::error("cannot start: {}", engine.status().ToString());
-    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime;
+  if (sim.sim()) {
+    if (Status st = ApplySimFlags(sim, model, seed, &o); !st.ok()) {
+      std::cerr << "moe-engine: " << st.message() << "\n";
+      return kExitUsage;
+    }
   }
-  StopOnSignal stop_on_signal(engine->get());
-  Status s = (*engine)->Run();
-  if (!s.ok()) {
-    spdlog::error("engine failed: {}", s.ToString());
-    return kExitRuntime;
-  }
-  return 0;
+  return ServeEngine(std::move(o));
 }
 
 int Bench(int argc, char** argv) {
@@ -464,7 +501,8 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   const std::string sub = argc > 1 ? argv[1] : "";
   const bool known = sub == "bench" || sub == "serve" || sub == "make-checkpoint" ||
-                     sub == "score" || sub == "eplb" || sub == "calibrate" || sub == "costmodel";
+                     sub == "score" || sub == "eplb" || sub == "calibrate" || sub == "costmodel" ||
+                     sub == "scenario" || sub == "keygen";
   if (known) args.erase(args.begin() + 1);
   const int n = static_cast<int>(args.size());
   if (sub == "bench") return sy::engine::Bench(n, args.data());
@@ -473,5 +511,7 @@ int main(int argc, char** argv) {
   if (sub == "eplb") return sy::engine::EplbMain(n, args.data());
   if (sub == "calibrate") return sy::engine::CalibrateMain(n, args.data());
   if (sub == "costmodel") return sy::engine::CostModelMain(n, args.data());
+  if (sub == "keygen") return sy::engine::KeygenMain(n, args.data());
+  if (sub == "scenario") return sy::engine::ScenarioMain(n, args.data(), sy::engine::ServeEngine);
   return sy::engine::Serve(n, args.data());
 }

@@ -8,7 +8,6 @@
 
 #include <string>
 
-#include "base/stopwatch.h"
 #include "engine/scheduler/rehome.h"
 #include "engine/server/engine.h"
 
@@ -129,7 +128,8 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
 }
 
 Result<json> Engine::RehomeForEp() {
-  const SteadyClock::time_point t0 = SteadyClock::now();
+  // On the serving clock, so a simulated re-homing reports simulated time.
+  const int64_t t0_us = NowUs();
   const std::vector<RehomeItem> items = scheduler_->RehomeItems();
   const RehomePlan plan = LongestFirstAssignment(items, scheduler_->RehomeCapacities());
   std::vector<int64_t> before(runner_->devices(), 0);
@@ -152,7 +152,7 @@ Result<json> Engine::RehomeForEp() {
               {"fits", plan.fits},
               {"pages_before", before},
               {"pages_after", after},
-              {"ms", MsSince(t0)}};
+              {"ms", static_cast<double>(NowUs() - t0_us) / 1000.0}};
 }
 
 Result<json> Engine::SwitchCommand(const json& args) {
@@ -199,6 +199,13 @@ Result<json> Engine::PolicyCommand(const json& args) {
 }
 
 Result<json> Engine::CalibrateCommand(const json& args) {
+  if (options_.sim) {
+    // Calibration times this machine's CPU runner on the served model; a
+    // simulated model (hundreds of GB of weights) must not be built here.
+    return FailedPrecondition(
+        "calibrate: the sim backend has no kernels to time; the cost model gives the TP/EP "
+        "crossover (moe-engine costmodel --phase decode), set it with `policy t_high=N`");
+  }
   if (calibration_ && !calibration_->done()) {
     return FailedPrecondition("calibrate: a calibration is already running");
   }

@@ -38,6 +38,7 @@ constexpr Knob kKnobs[] = {
     {"--burst-rate", kBursty, "burst_rate"},
     {"--quiet-s", kBursty, "quiet_s"},
     {"--burst-s", kBursty, "burst_s"},
+    {"--phases", kBursty, "phases"},
     {"--rollout-size", kRollout, "rollout_size"},
     {"--rollout-interval", kRollout, "rollout_interval_s"},
     {"--turns", kAgentic, "turns_"},
@@ -142,6 +143,9 @@ void AddWorkloadFlags(CLI::App* app, WorkloadFlags* f) {
   Add(app, f, "--quiet-s", f->quiet_s, "bursty: seconds of each quiet phase (the run starts quiet)")
       ->check(CLI::PositiveNumber);
   Add(app, f, "--burst-s", f->burst_s, "bursty: seconds of each burst")->check(CLI::PositiveNumber);
+  Add(app, f, "--phases", f->phases,
+      "bursty: SECONDS:RATE,... phases played once in order instead of the quiet/burst "
+      "alternation (e.g. 30:5,7:80,300:5,7:120,31:5)");
   Add(app, f, "--rollout-size", f->rollout_size, "rollout: prompts released at once")
       ->check(CLI::Range(1, 1 << 20));
   Add(app, f, "--rollout-interval", f->rollout_interval,
@@ -230,6 +234,12 @@ Result<WorkloadSelection> ResolveWorkload(const WorkloadFlags& flags) {
   o.burst_rate = flags.burst_rate;
   o.quiet_s = flags.quiet_s;
   o.burst_s = flags.burst_s;
+  if (given("--phases")) {
+    Result<std::vector<WorkloadOptions::RatePhase>> phases =
+        WorkloadOptions::ParsePhases(flags.phases);
+    if (!phases.ok()) return phases.status().WithContext("--phases");
+    o.phases = std::move(phases).value();
+  }
   o.rollout_size = flags.rollout_size;
   o.rollout_interval_s = flags.rollout_interval;
   o.append_tokens = flags.append_tokens;

@@ -17,7 +17,7 @@
 //   --workload poisson|bursty|rollout|agentic|shared-prefix|none
 //   --workload-file F                      replay a JSONL trace (the file scenario)
 //   --rate --prompt-len --output-len --duration --requests --temperature
-//   --quiet-rate --burst-rate --quiet-s --burst-s                    (bursty)
+//   --quiet-rate --burst-rate --quiet-s --burst-s --phases           (bursty)
 //   --rollout-size --rollout-interval                                (rollout)
 //   --turns --first-turn-len --append-tokens --think-s               (agentic)
 //   --system-prompts --system-prompt-len                       (shared-prefix)
@@ -56,6 +56,7 @@ struct WorkloadFlags {
   double burst_rate = WorkloadOptions{}.burst_rate;
   double quiet_s = WorkloadOptions{}.quiet_s;
   double burst_s = WorkloadOptions{}.burst_s;
+  std::string phases;  // "SECONDS:RATE,..." replaces the alternation
 
   int rollout_size = WorkloadOptions{}.rollout_size;
   double rollout_interval = WorkloadOptions{}.rollout_interval_s;

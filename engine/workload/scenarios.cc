@@ -38,8 +38,12 @@ class Bursty final : public Scenario {
 
   bool Next(TokenSource& src, Arrival* a) override {
     for (;;) {
-      const double rate = in_burst_ ? o_.burst_rate : o_.quiet_rate;
-      const double end_s = phase_start_s_ + (in_burst_ ? o_.burst_s : o_.quiet_s);
+      const bool listed = !o_.phases.empty();
+      if (listed && phase_ >= o_.phases.size()) return false;
+      const double rate =
+          listed ? o_.phases[phase_].rate : (in_burst_ ? o_.burst_rate : o_.quiet_rate);
+      const double end_s = phase_start_s_ + (listed ? o_.phases[phase_].seconds
+                                                    : (in_burst_ ? o_.burst_s : o_.quiet_s));
       if (rate > 0) {
         const double t = t_s_ + src.Exponential(rate);
         if (t < end_s) {
@@ -49,6 +53,7 @@ class Bursty final : public Scenario {
       }
       t_s_ = phase_start_s_ = end_s;
       in_burst_ = !in_burst_;
+      ++phase_;
     }
     a->time_us = ToUs(t_s_);
     a->spec.prompt = src.Text(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens), true, "");
@@ -61,6 +66,7 @@ class Bursty final : public Scenario {
   double t_s_ = 0;
   double phase_start_s_ = 0;
   bool in_burst_ = false;
+  size_t phase_ = 0;  // index into o_.phases when they are given
 };
 
 // rollout_size requests at the same instant, then (with an interval) again

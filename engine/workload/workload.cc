@@ -148,6 +148,36 @@ WorkloadOptions WorkloadOptions::ForKind(WorkloadKind kind) {
   return o;
 }
 
+Result<std::vector<WorkloadOptions::RatePhase>> WorkloadOptions::ParsePhases(
+    const std::string& text) {
+  std::vector<RatePhase> out;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t colon = item.find(':');
+    RatePhase p;
+    size_t used_s = 0, used_r = 0;
+    bool ok = colon != std::string::npos;
+    if (ok) {
+      try {
+        p.seconds = std::stod(item.substr(0, colon), &used_s);
+        p.rate = std::stod(item.substr(colon + 1), &used_r);
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    ok = ok && used_s == colon && used_r == item.size() - colon - 1 && p.seconds > 0 &&
+         std::isfinite(p.seconds) && p.rate >= 0 && std::isfinite(p.rate);
+    if (!ok) {
+      return InvalidArgument("phase '" + item +
+                             "' is not SECONDS:RATE with SECONDS > 0 and RATE >= 0");
+    }
+    out.push_back(p);
+  }
+  if (out.empty()) return InvalidArgument("no phases in '" + text + "'");
+  return out;
+}
+
 Status WorkloadOptions::Validate() const {
   RETURN_IF_ERROR(NonNegative("duration_s", duration_s));
   if (max_requests < 0) return InvalidArgument("max_requests must be >= 0");
@@ -165,6 +195,11 @@ Status WorkloadOptions::Validate() const {
       if (!burst) RETURN_IF_ERROR(Positive("rate (requests/s)", rate));
       break;
     case WorkloadKind::kBursty:
+      for (size_t i = 0; i < phases.size(); ++i) {
+        const std::string at = "phases[" + std::to_string(i) + "]";
+        RETURN_IF_ERROR(Positive(at + ".seconds", phases[i].seconds));
+        RETURN_IF_ERROR(NonNegative(at + ".rate", phases[i].rate));
+      }
       RETURN_IF_ERROR(NonNegative("quiet_rate", quiet_rate));
       RETURN_IF_ERROR(Positive("burst_rate", burst_rate));
       RETURN_IF_ERROR(Positive("quiet_s", quiet_s));
@@ -215,8 +250,16 @@ std::string WorkloadOptions::Describe() const {
       os << " prompt=" << prompt_len.ToString();
       break;
     case WorkloadKind::kBursty:
-      os << "bursty quiet=" << quiet_rate << "/s for " << quiet_s << "s burst=" << burst_rate
-         << "/s for " << burst_s << "s prompt=" << prompt_len.ToString();
+      if (phases.empty()) {
+        os << "bursty quiet=" << quiet_rate << "/s for " << quiet_s << "s burst=" << burst_rate
+           << "/s for " << burst_s << "s";
+      } else {
+        os << "bursty phases=";
+        for (size_t i = 0; i < phases.size(); ++i) {
+          os << (i ? "," : "") << phases[i].seconds << ":" << phases[i].rate;
+        }
+      }
+      os << " prompt=" << prompt_len.ToString();
       break;
     case WorkloadKind::kRollout:
       os << "rollout size=" << rollout_size;
@@ -251,6 +294,7 @@ std::string WorkloadOptions::Describe() const {
 
 bool WorkloadOptions::Bounded() const {
   return duration_s > 0 || max_requests > 0 || kind == WorkloadKind::kFile ||
+         (kind == WorkloadKind::kBursty && !phases.empty()) ||
          (kind == WorkloadKind::kRollout && rollout_interval_s <= 0);
 }
 

@@ -126,6 +126,14 @@ struct WorkloadOptions {
   double burst_rate = 24.0;
   double quiet_s = 20.0;
   double burst_s = 5.0;
+  // When not empty, replaces the alternation: Poisson arrivals at each
+  // phase's rate for its seconds, in order, then the workload ends (seed 003
+  // §9.2's trace is quiet, a burst of 80 req/s, 300 s quiet, a burst of 120).
+  struct RatePhase {
+    double seconds = 0;  // > 0
+    double rate = 0;     // req/s, >= 0
+  };
+  std::vector<RatePhase> phases;
 
   // --- rollout: rollout_size requests at t = 0, k*interval, ... ---
   int rollout_size = 64;
@@ -154,6 +162,9 @@ struct WorkloadOptions {
   // sessions/s for agentic and output_len = lognormal:256:1 for rollout (a
   // long tail: most finish early, a few stragglers run long).
   static WorkloadOptions ForKind(WorkloadKind kind);
+  // "SECONDS:RATE,SECONDS:RATE,..." (e.g. "30:5,7:80,300:5") as phases;
+  // INVALID_ARGUMENT naming the bad item otherwise.
+  static Result<std::vector<RatePhase>> ParsePhases(const std::string& text);
 
   // INVALID_ARGUMENT naming the bad field (rate <= 0, a burst without
   // max_requests, a bad length distribution, turns_min > turns_max, ...).

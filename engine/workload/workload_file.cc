@@ -20,6 +20,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr double kMaxArrivalS = 1e9;  // about 31.7 years
+
 // Parses one non-blank line; `where` is "PATH:LINE". `last_arrival_s` is the
 // previous line's arrival_s, updated to this one's.
 Result<TraceEntry> ParseLine(const std::string& line, const std::string& where,
@@ -42,8 +44,10 @@ Result<TraceEntry> ParseLine(const std::string& line, const std::string& where,
   TraceEntry e;
   if (!j.contains("arrival_s")) return bad("arrival_s", "missing");
   const json& t = j["arrival_s"];
-  if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 0) {
-    return bad("arrival_s", "must be a number >= 0 (seconds)");
+  // Bounded so that microseconds fit int64 and survive WriteWorkloadFile's
+  // seconds exactly (1e15 us < 2^53); 1e300 used to round to a negative time.
+  if (!t.is_number() || !(t.get<double>() >= 0 && t.get<double>() <= kMaxArrivalS)) {
+    return bad("arrival_s", "must be a number in [0, 1e9] (seconds)");
   }
   const double arrival_s = t.get<double>();
   if (arrival_s < *last_arrival_s) {
@@ -83,10 +87,13 @@ Result<TraceEntry> ParseLine(const std::string& line, const std::string& where,
 
   if (j.contains("temperature")) {
     const json& v = j["temperature"];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-      return bad("temperature", "must be a number >= 0");
+    // Checked as the float it becomes: 1e39 is a finite double but an
+    // infinite float, which WriteWorkloadFile refuses.
+    const float temp = v.is_number() ? static_cast<float>(v.get<double>()) : -1.0f;
+    if (!std::isfinite(temp) || temp < 0) {
+      return bad("temperature", "must be a number >= 0 (and within the float range)");
     }
-    e.temperature = static_cast<float>(v.get<double>());
+    e.temperature = temp;
   }
   if (j.contains("ignore_eos")) {
     if (!j["ignore_eos"].is_boolean()) return bad("ignore_eos", "must be true or false");

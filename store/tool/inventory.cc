@@ -172,6 +172,26 @@ Result<RunDetail> GetRunDetail(Db& db, const std::string& id, int max_events) {
       if (t.name == "events") d.events_total = d.rows.back().second;
       if (t.name == "commands") d.commands_total = d.rows.back().second;
     }
+    if (d.summary.info.session_id != 0) {
+      ASSIGN_OR_RETURN(Stmt ses, Stmt::Prepare(db,
+                                               "SELECT started_unix_ms, hosts FROM sessions "
+                                               "WHERE id = ?1"));
+      ses.Bind(1, d.summary.info.session_id);
+      ASSIGN_OR_RETURN(bool row, ses.Step("reading"));
+      if (row) {
+        d.session_started_unix_ms = ses.Int(0);
+        d.session_hosts = ses.Text(1);
+      }
+      ASSIGN_OR_RETURN(Stmt sib, Stmt::Prepare(db, std::string(kRunColumns) +
+                                                       "WHERE session_id = ?1 AND rid != ?2 " +
+                                                       std::string(kNewestFirst)));
+      sib.Bind(1, d.summary.info.session_id).Bind(2, rid);
+      for (;;) {
+        ASSIGN_OR_RETURN(bool more, sib.Step("reading"));
+        if (!more) break;
+        d.siblings.push_back(RunFromRow(sib));
+      }
+    }
     ASSIGN_OR_RETURN(Stmt ev, Stmt::Prepare(db,
                                             "SELECT t_us, kind, name, phase, message FROM events "
                                             "WHERE run = ?1 ORDER BY t_us, id LIMIT ?2"));
@@ -229,13 +249,15 @@ std::string FormatUnixMs(int64_t unix_ms) {
 }
 
 std::string FormatRunTable(const std::vector<RunSummary>& runs) {
-  const std::vector<std::string> head = {"RUN",     "STARTED",  "DURATION",   "MODEL", "DEVS",
-                                         "LAYOUTS", "SWITCHES", "REBALANCES", "SPANS", "END"};
-  const std::vector<bool> right = {false, false, true, false, true, false, true, true, true, false};
+  const std::vector<std::string> head = {"RUN",        "SESSION", "STARTED", "DURATION",
+                                         "MODEL",      "DEVS",    "LAYOUTS", "SWITCHES",
+                                         "REBALANCES", "SPANS",   "END"};
+  const std::vector<bool> right = {false, true, false, true, false, true,
+                                   false, true, true,  true, false};
   std::vector<std::vector<std::string>> rows = {head};
   for (const RunSummary& s : runs) {
     const RunInfo& r = s.info;
-    rows.push_back({r.id,
+    rows.push_back({r.id, r.session_id == 0 ? "-" : std::to_string(r.session_id),
                     FormatUnixMs(r.started_unix_ms > 0 ? r.started_unix_ms : r.created_unix_ms),
                     FormatDuration(r.duration_us), r.model.empty() ? "-" : r.model,
                     std::to_string(r.devices), s.layouts.empty() ? "-" : Join(s.layouts, ">"),
@@ -282,6 +304,19 @@ std::string FormatRunDetail(const RunDetail& d) {
   }
   field("drops", std::to_string(r.store_dropped) + " in the store, " +
                      std::to_string(r.engine_dropped) + " in the engine");
+  if (r.session_id == 0) {
+    field("session", "- (recorded before sessions)");
+  } else {
+    field("session", std::to_string(r.session_id) + ", started " +
+                         FormatUnixMs(d.session_started_unix_ms) +
+                         (d.session_hosts.empty() ? "" : ", " + d.session_hosts));
+    field("siblings", d.siblings.empty() ? "none" : std::to_string(d.siblings.size()));
+    for (const RunInfo& sib : d.siblings) {
+      out += "  " + Pad(sib.id, 24, false) + " " + (sib.model.empty() ? "-" : sib.model) + ", " +
+             std::to_string(sib.devices) + " dev, " + FormatDuration(sib.duration_us) + ", " +
+             sib.status + "\n";
+    }
+  }
   out += "\nrows per table:\n";
   for (const auto& [name, n] : d.rows)
     out += "  " + Pad(name, 20, false) + std::to_string(n) + "\n";

@@ -68,6 +68,12 @@ struct RunDetail {
   std::vector<EventRow> events;         // the first `max_events`, in time order
   std::vector<CommandRecord> commands;  // the first `max_events`, in recorded order
   int64_t commands_total = 0;
+  // The console session that recorded the run (summary.info.session_id;
+  // none for runs before schema v5) and the other runs it recorded, e.g.
+  // the other data-parallel ranks, or the decode engine of a prefill one.
+  int64_t session_started_unix_ms = 0;
+  std::string session_hosts;
+  std::vector<RunInfo> siblings;  // newest first, the run itself excluded
 };
 // NOT_FOUND for an unknown id. Runs in one read transaction.
 Result<RunDetail> GetRunDetail(Db& db, const std::string& id, int max_events);

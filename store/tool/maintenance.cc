@@ -54,6 +54,16 @@ Result<PruneReport> Prune(Db& db, int64_t keep) {
       RETURN_IF_ERROR(st.Bind(1, r.rid).Run("pruning"));
       report.rows.back().second += sqlite3_changes(db.get());
     }
+    // A console session whose runs are all gone goes with them.
+    ASSIGN_OR_RETURN(Stmt ses, Stmt::Prepare(db,
+                                             "DELETE FROM sessions WHERE id = ?1 AND NOT EXISTS "
+                                             "(SELECT 1 FROM runs WHERE session_id = ?1)"));
+    report.rows.emplace_back("sessions", 0);
+    for (const RunSummary& r : report.deleted) {
+      if (r.info.session_id == 0) continue;
+      RETURN_IF_ERROR(ses.Bind(1, r.info.session_id).Run("pruning"));
+      report.rows.back().second += sqlite3_changes(db.get());
+    }
     RETURN_IF_ERROR(db.Exec("COMMIT", "pruning"));
     return report;
   };

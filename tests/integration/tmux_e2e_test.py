@@ -91,6 +91,24 @@ def main():
         tmux.keys("2")  # kernels view: one lane per device
         for d in range(4):
             wait_screen(tmux, rf"(dev|d|gpu)\s?{d}\b", 10, f"kernel lane of device {d}")
+
+        # A disruptive command asks first; y runs it.
+        tmux.keys(":")
+        tmux.keys("switch tp", "Enter")
+        wait_screen(tmux, r"\(y/n\)|\[y/N\]|y/n", 10, "confirmation question for :switch tp")
+        tmux.keys("y")
+        harness.wait_for(lambda: control.call("status")["result"].get("layout") == "TP", 30,
+                         "engine to switch to TP after confirming")
+        wait_screen(tmux, r"TP", 10, "layout TP on screen")
+
+        # Log view, filtered: only lines naming the switch remain, and the
+        # title says what the filter is.
+        tmux.keys("5")
+        tmux.keys("/")
+        tmux.keys("switch", "Enter")
+        wait_screen(tmux, r"filter /switch", 10, "Log title with the filter")
+        for line in tmux.screen().splitlines()[3:-3]:
+            assert "resume" not in line, "filtered Log still shows :resume\n" + tmux.screen()
         tmux.keys("q")
         wait_screen(tmux, r"SCRIPT-EXIT=0", 20, "scripts/run to exit 0 after q")
     finally:
@@ -125,6 +143,19 @@ def main():
         wait_screen(tmux, r"REPLAY ([0-9.]+)s/\1s", 10, "seek to the end")
         tmux.keys("2")
         wait_screen(tmux, r"dev3", 10, "kernel lanes in replay")
+        # Back to the start, then the second event: the message line names it.
+        tmux.keys("Home")
+        tmux.keys("n")
+        wait_screen(tmux, r"@ [0-9.]+s", 10, "first event named")
+        def named():
+            return [l.strip() for l in tmux.screen().splitlines() if re.search(r"@ [0-9.]+s", l)]
+        first_event = named()
+        tmux.keys("n")
+        try:
+            harness.wait_for(lambda: named() and named() != first_event, 10, "second event named")
+        except AssertionError:
+            raise AssertionError("second event not named; first was " + repr(first_event) +
+                                 "\n" + tmux.screen())
         tmux.keys("q")
         harness.wait_for(lambda: "moe-console" not in _panes(tmux), 10, "replay console to quit")
     finally:

@@ -348,7 +348,7 @@ TEST(StoreSchema, V3FileGainsExpertPlacementColumns) {
     ASSERT_THAT(w, IsOk());
     for (const auto& m : SampleRun("v4run")) (*w)->Enqueue(m);
   }
-  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(SqlText(path, "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(SqlText(path, "PRAGMA integrity_check"), "ok");
   // The old row got the defaults: no slots, zero-row blobs, an empty array.
   EXPECT_EQ(SqlText(path,

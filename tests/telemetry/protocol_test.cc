@@ -96,9 +96,9 @@ TEST(ProtocolTest, WrongSchemaVersionIsReportedAsSuch) {
 // 0 (OptionalFieldsDecodeAsZeroWhenAbsent).
 bool IsOptional(const std::string& topic, const std::string& key) {
   return (topic == "request" && (key == "cached_tokens" || key == "preemptions")) ||
-         (topic == "meta" && key == "policy") ||
+         (topic == "meta" && (key == "policy" || key == "backend")) ||
          (topic == "experts" &&
-          (key == "phy2log" || key == "slot_device" || key == "balancedness"));
+          (key == "phy2log" || key == "slot_device" || key == "balancedness" || key == "steps"));
 }
 
 // Every other top-level field of every topic is required; removing any one of
@@ -293,6 +293,16 @@ TEST(ProtocolTest, OptionalFieldsDecodeAsZeroWhenAbsent) {
   ASSERT_THAT(back.status(), IsOk());
   EXPECT_EQ(std::get<RequestDone>(*back).cached_tokens, 0);
   EXPECT_EQ(std::get<RequestDone>(*back).preemptions, 0);
+
+  // Not every optional field means 0: an old engine's `experts` is one step.
+  for (const Message& m : msgs) {
+    if (!std::holds_alternative<ExpertLoad>(m)) continue;
+    json ex = ToJson(m);
+    ex.erase("steps");
+    back = FromJson("experts", ex);
+    ASSERT_THAT(back.status(), IsOk());
+    EXPECT_EQ(std::get<ExpertLoad>(*back).steps, 1);
+  }
 }
 
 // Optional is not lax: present, a field is checked like any other.

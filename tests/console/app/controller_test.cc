@@ -199,8 +199,9 @@ TEST(ConsoleController, RebalanceBangSendsAtOnceAndAutoIsPlain) {
   EXPECT_EQ(fx.send->request.cmd, "rebalance_auto");
 }
 
-// `:switch`, `:policy`, `:calibrate` typed key by key: Tab completes, Enter
-// sends at once (no question), a bad value stays on the line as an error.
+// `:switch`, `:policy`, `:calibrate` typed key by key: Tab completes; Enter
+// asks y/n for `:switch` (disruptive) and sends the others at once; a bad
+// value stays on the line as an error.
 TEST(ConsoleController, SwitchPolicyCalibrateFromTheCommandLine) {
   Controller c(false);
   Press(c, ":");
@@ -211,6 +212,9 @@ TEST(ConsoleController, SwitchPolicyCalibrateFromTheCommandLine) {
   Press(c, "Tab");
   EXPECT_EQ(c.view().command_text, "switch tp");
   Effects fx = Press(c, "Enter");
+  EXPECT_FALSE(fx.send);
+  EXPECT_EQ(c.view().confirm, "Really switch the engine? (y/n)");
+  fx = Press(c, "y");
   ASSERT_TRUE(fx.send);
   EXPECT_EQ(fx.send->request.cmd, "switch");
   EXPECT_EQ(fx.send->request.args, (nlohmann::json{{"to", "tp"}}));

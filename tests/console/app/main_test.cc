@@ -134,9 +134,9 @@ TEST(ConsoleMain, ReplayListHeadlessAndRenderView) {
   ASSERT_EQ(lines.size(), 30u);
   for (const auto& l : lines) EXPECT_EQ(DisplayWidth(l), 100) << l;
   EXPECT_THAT(lines[0], HasSubstr("REPLAY 30.0s/30.0s x1 PAUSED"));
-  EXPECT_THAT(lines[2], StartsWith("Step 299 timeline"));
+  EXPECT_THAT(lines[2], StartsWith("Step 299 (newest of 64 kept)"));
   EXPECT_THAT(r.out, HasSubstr("moe_ffn"));
-  EXPECT_THAT(r.out, HasSubstr("compute   50.0%     2     100us     100us"));
+  EXPECT_THAT(r.out, HasSubstr("compute  50.0%      2    100us    100us    100us    100us"));
   EXPECT_THAT(lines[29], HasSubstr("replay " + db));
 
   r = RunConsole(dir, {"--replay", db, "--render-view", "overview", "--at", "5"});
@@ -246,6 +246,25 @@ TEST(ConsoleMain, HeadlessExitsOnStopEventAndOnSigterm) {
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, StartsWith("moe-console: received "));
   }
+}
+
+TEST(ConsoleMain, CompareTwoWindowsPrintsThePanel) {
+  TempDir dir;
+  const std::string db = dir / "runs.db";
+  WriteSyntheticRun(db);
+  Outcome r = RunConsole(dir, {"--replay", db, "--compare", "run-test@0-10s", "@10s-20s"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("A run-test 0.0s-10.0s"));
+  EXPECT_THAT(r.out, HasSubstr("B run-test 10.0s-20.0s"));
+  EXPECT_THAT(r.out, HasSubstr("B vs A: decode tok/s +0%"));
+  EXPECT_THAT(r.out, HasSubstr("moe_ffn                50.0%       50.0%"));
+  r = RunConsole(dir, {"--replay", db, "--compare", "run-test@1m-2m", "run-test"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("outside run 'run-test'"));
+  r = RunConsole(dir, {"--replay", db, "--compare", "run-test"});  // needs two
+  EXPECT_EQ(r.code, 2);
+  r = RunConsole(dir, {"--replay", db, "--replay-browse", "--headless"});
+  EXPECT_EQ(r.code, 2);  // the browser is interactive only
 }
 
 }  // namespace

@@ -66,9 +66,10 @@ inline Snapshot FixtureSnapshot() {
              span(0, "moe_ffn", "compute", 600, 400), span(1, "all_to_all", "comm", 400, 200),
              span(1, "moe_ffn", "compute", 600, 400)};
   s.kstats_step = 1234;
-  s.top_kernels = {{"moe_ffn", "compute", 8, 800, 100, 200, 0.5},
-                   {"attn", "compute", 4, 400, 100, 120, 0.25},
-                   {"all_to_all", "comm", 4, 400, 100, 150, 0.25}};
+  // One step kept: per step per device is half the two devices' total.
+  s.top_kernels = {{"moe_ffn", "compute", 8, 800, 100, 200, 0.5, 1, 400, 400, 400},
+                   {"attn", "compute", 4, 400, 100, 120, 0.25, 1, 200, 200, 200},
+                   {"all_to_all", "comm", 4, 400, 100, 150, 0.25, 1, 200, 200, 200}};
   // A model without linear layers: no state slots. 128 KiB pages.
   s.kv = {{0, 128, 512, 5, 0, 0, 128 * 131072, 512 * 131072, 0, 0},
           {1, 480, 512, 3, 0, 0, 480 * 131072, 512 * 131072, 0, 0}};

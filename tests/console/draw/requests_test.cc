@@ -20,7 +20,8 @@ using ::testing::StartsWith;
 
 TEST(ConsoleDrawRequests, RunningWaitingAndFinishedWithProgress) {
   const Grid g = DrawRequests(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
-  EXPECT_EQ(g.Row(0), PadRight("Requests: 2 running, 3 waiting  (step 1234)  retractions 1", 80));
+  EXPECT_EQ(g.Row(0),
+            PadRight("Requests: 2 running, 3 waiting  (step 1234)  retractions 1  sort id", 80));
   EXPECT_EQ(g.Row(1), "      id dev " + PadRight("progress", 29) + " state            cached  pre" +
                           "      age");
   EXPECT_THAT(g.Row(2), StartsWith("running 2 "));
@@ -38,16 +39,18 @@ TEST(ConsoleDrawRequests, RunningWaitingAndFinishedWithProgress) {
   EXPECT_THAT(g.Row(6), EndsWith("  10.00ms"));
   EXPECT_THAT(g.Row(7), StartsWith("  … 2 more "));  // the engine listed 1 of 3
   EXPECT_THAT(g.Row(8), StartsWith("finished 2, newest first"));
-  EXPECT_EQ(g.Row(9), PadRight("      id dev  finish     prompt   out      TTFT       e2e  cached"
-                               "  pre",
+  EXPECT_EQ(g.Row(9), PadRight("      id dev  finish     prompt   out      TTFT      TPOT       e2e"
+                               "  cached  pre",
                                80));
   // Newest first; cancelled before its first token: no TTFT.
-  EXPECT_EQ(g.Row(10), PadRight("      39   1  cancelled      32     0         -     1.20s       0"
-                                "    2",
-                                80));
-  EXPECT_EQ(g.Row(11), PadRight("      38   1  length         32    16     900us    4.05ms      16"
-                                "    0",
-                                80));
+  EXPECT_EQ(g.Row(10),
+            PadRight("      39   1  cancelled      32     0         -         -     1.20s"
+                     "       0    2",
+                     80));
+  EXPECT_EQ(g.Row(11),
+            PadRight("      38   1  length         32    16     900us     210us    4.05ms"
+                     "      16    0",
+                     80));
   EXPECT_TRUE(RowsFit(g));
 }
 

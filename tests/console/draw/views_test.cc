@@ -56,13 +56,14 @@ TEST(ConsoleDrawOverview, BeforeMetaSaysWaiting) {
 }
 
 TEST(ConsoleDrawKernels, LanesPerDeviceWithCommDistinct) {
-  const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 57, 20});
-  EXPECT_THAT(g.Row(0), StartsWith("Step 1234 timeline, 1.00ms   █ compute  ≈ comm  ▓ both"));
+  const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 75, 20});
+  EXPECT_THAT(g.Row(0),
+              StartsWith("Step 1234 (newest of 1 kept), 1.00ms  █ compute ≈ comm ▓ both"));
   // 50-column lanes over 1000 us: 20 cols attn, 10 cols comm, 20 cols moe_ffn.
   EXPECT_EQ(g.Row(1), "dev0 │" + std::string() + "████████████████████" + "≈≈≈≈≈≈≈≈≈≈" +
-                          "████████████████████" + "│");
+                          "████████████████████" + "│ exp  200us 100.0%");
   EXPECT_EQ(g.Row(2), "dev1 │" + std::string() + "····················" + "≈≈≈≈≈≈≈≈≈≈" +
-                          "████████████████████" + "│");
+                          "████████████████████" + "│ exp  200us 100.0%");
   EXPECT_EQ(g.at(6 + 20, 1).style.fg, Color::kMagenta);  // comm is magenta
   EXPECT_NE(g.at(6, 1).style.fg, Color::kMagenta);
   EXPECT_TRUE(RowsFit(g));
@@ -70,14 +71,15 @@ TEST(ConsoleDrawKernels, LanesPerDeviceWithCommDistinct) {
 
 TEST(ConsoleDrawKernels, TopKernelsTable) {
   const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
-  EXPECT_THAT(g.Row(4), StartsWith("Top kernels, step 1234, all devices"));
-  // name column = 80 - 41 = 39 wide.
-  EXPECT_EQ(g.Row(5), std::string("kernel") + std::string(33, ' ') +
-                          "kind      share count      mean       max");
-  EXPECT_EQ(g.Row(6), std::string("moe_ffn") + std::string(32, ' ') +
-                          "compute   50.0%     8     100us     200us");
-  EXPECT_EQ(g.Row(8), std::string("all_to_all") + std::string(29, ' ') +
-                          "comm      25.0%     4     100us     150us");
+  EXPECT_THAT(g.Row(5), StartsWith("Top kernels, 1 step to 1234; mean/p50/p99: time per step per "
+                                   "device"));
+  // name column = 80 - 58 = 22 wide.
+  EXPECT_EQ(g.Row(6), std::string("kernel") + std::string(16, ' ') +
+                          "    kind  share  calls per call     mean      p50      p99");
+  EXPECT_EQ(g.Row(7), std::string("moe_ffn") + std::string(15, ' ') +
+                          " compute  50.0%      8    100us    400us    400us    400us");
+  EXPECT_EQ(g.Row(9), std::string("all_to_all") + std::string(12, ' ') +
+                          "    comm  25.0%      4    100us    200us    200us    200us");
 }
 
 TEST(ConsoleDrawKernels, EmptyStatesExplainTheTraceLevel) {
@@ -87,6 +89,7 @@ TEST(ConsoleDrawKernels, EmptyStatesExplainTheTraceLevel) {
               StartsWith("No spans for the latest step: per-kernel timelines need ':trace full'."));
   EXPECT_THAT(g.Row(2),
               StartsWith("No kernel stats yet (trace level 'off'? try ':trace summary')."));
+  EXPECT_EQ(SelectedKernelStep(s, ViewState{}), -1);
 }
 
 TEST(ConsoleDrawKernels, MoreDevicesThanRowsAreSummarised) {
@@ -100,7 +103,7 @@ TEST(ConsoleDrawKernels, MoreDevicesThanRowsAreSummarised) {
     s.spans.push_back(sp);
   }
   const Grid g = DrawKernels(s, ViewState{}, Rect{0, 0, 80, 12});
-  EXPECT_THAT(Text(g), HasSubstr("… 10 more devices"));
+  EXPECT_THAT(Text(g), HasSubstr("… 12 more devices"));  // 4 lanes fit
   EXPECT_TRUE(RowsFit(g));
 }
 
@@ -294,15 +297,19 @@ TEST(ConsoleDrawHelp, ListsEveryKeyAndCommandAt80x24) {
   v.help = true;
   const Grid g = DrawFrame(FixtureSnapshot(), v, 80, 24);
   const std::string text = Text(g);
-  EXPECT_LE(HelpHeight(v, 80), 23);  // fits above the status line
+  EXPECT_LE(HelpHeight(v, 80, 23), 23);  // fits above the status line
   // The view keys share one row; pairs of keys with one help text share an
-  // entry ("Up/Down"); every other key has its own.
+  // entry ("Up/Down"); every other key has its own. At 80x24 the compact
+  // layout: keys flow along the rows, commands by usage.
   EXPECT_THAT(text, HasSubstr("1-6      views: Overview, Kernels, Memory, Experts, Log, Requests"));
-  EXPECT_THAT(text, HasSubstr("Up/Down  scroll Log/Experts"));
+  EXPECT_THAT(text, HasSubstr("Up/Down scroll Log/Experts"));
   EXPECT_THAT(text, HasSubstr("PageUp/PageDown page up / down"));
-  EXPECT_THAT(text, HasSubstr("[/]      Experts: slot map layer"));
+  EXPECT_THAT(text, HasSubstr("[/] Experts: slot map layer"));
   EXPECT_THAT(text, HasSubstr("Left/Right seek -10s / +10s"));
-  EXPECT_THAT(text, HasSubstr("Tab      next view"));
+  EXPECT_THAT(text, HasSubstr("Tab next view   BackTab previous view"));
+  EXPECT_THAT(text, HasSubstr(",/. Kernels: older / newer step"));
+  EXPECT_THAT(text, HasSubstr("z/Z Kernels: zoom in / out"));
+  EXPECT_THAT(text, HasSubstr(":trace off|summary|full"));
   for (const KeyBinding& b : KeyTable()) {
     if (b.key.size() == 1 && b.key[0] >= '1' && b.key[0] <= '6') continue;
     EXPECT_THAT(text, HasSubstr(std::string(b.key))) << b.key;
@@ -318,8 +325,28 @@ TEST(ConsoleDrawHelp, LiveModeLeavesReplayKeysOut) {
   ViewState v;
   v.help = true;
   const std::string text = Text(DrawHelp(v, Rect{0, 0, 80, 23}));
-  EXPECT_THAT(text, HasSubstr("Tab      next view"));
+  EXPECT_THAT(text, HasSubstr("Tab next view"));
   EXPECT_THAT(text, Not(HasSubstr("seek -10s")));
+}
+
+// With room (a tall terminal), keys stand in two columns and every command
+// has its help on its row.
+TEST(ConsoleDrawHelp, FullLayoutWhenItFits) {
+  ViewState v;
+  v.replay = true;
+  v.help = true;
+  const int full = HelpHeight(v, 100);
+  EXPECT_GT(full, 23);
+  EXPECT_EQ(HelpHeight(v, 100, full), full);
+  EXPECT_LT(HelpHeight(v, 100, full - 1), full);  // compact below that
+  const Grid g = DrawFrame(FixtureSnapshot(), v, 100, full + 1);
+  const std::string text = Text(g);
+  EXPECT_THAT(text, HasSubstr("Up/Down  scroll Log/Experts"));
+  EXPECT_THAT(text, HasSubstr("Tab      next view"));
+  EXPECT_THAT(text, HasSubstr("/        filter Requests / Log"));
+  EXPECT_THAT(text, HasSubstr(":switch tp|ep           move the experts to the TP or EP layout"));
+  EXPECT_THAT(text, HasSubstr(",/.      Kernels: older / newer step"));
+  EXPECT_TRUE(RowsFit(g));
 }
 
 TEST(ConsoleDrawFrame, ComposesHeaderTabsViewCommandAndStatus) {

@@ -141,7 +141,7 @@ TEST(ConsoleCommandParse, RebalanceArgumentsAreChecked) {
   EXPECT_THAT(ParseCommand("rebalance -5"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(ParseCommand("pause!"),
               StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("only applies to cancel, flush_cache, rebalance, stop")));
+                       HasSubstr("only applies to cancel, flush_cache, rebalance, switch, stop")));
 }
 
 TEST(ConsoleCommandParse, RebalanceAuto) {
@@ -199,8 +199,8 @@ TEST(ConsoleCommandComplete, CommandNames) {
   c = Complete("tr");
   EXPECT_EQ(c.line, "trace ");  // takes an argument: trailing space
   c = Complete("s");
-  EXPECT_EQ(c.line, "s");  // status, switch, stop: nothing in common to add
-  EXPECT_THAT(c.candidates, ElementsAre("status", "switch", "stop"));
+  EXPECT_EQ(c.line, "s");  // status, switch, stop, seek: nothing in common to add
+  EXPECT_THAT(c.candidates, ElementsAre("status", "switch", "stop", "seek"));
   c = Complete("st");
   EXPECT_EQ(c.line, "st");
   EXPECT_THAT(c.candidates, ElementsAre("status", "stop"));
@@ -314,6 +314,37 @@ TEST(ConsoleCommandParse, ExpertStatsWindowAndDump) {
   EXPECT_THAT(ParseCommand("expert_stats 10 20"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad expert_stats argument '20'")));
   EXPECT_THAT(ParseCommand("expert_stats hot"), StatusIs(StatusCode::kInvalidArgument));
+}
+
+// Beside a line being typed: the usage and help of the command it names.
+TEST(ConsoleCommandLine, InlineUsageOfTheCommandBeingTyped) {
+  EXPECT_EQ(InlineUsage("trace f"),
+            "trace off|summary|full  set the trace level (full adds per-kernel spans)");
+  EXPECT_EQ(InlineUsage("  switch! t"),
+            "switch tp|ep  move the experts to the TP or EP layout (y/n; ! skips)");
+  EXPECT_EQ(InlineUsage("reb"), "");  // rebalance, rebalance_auto
+  EXPECT_EQ(InlineUsage("rebalance_"),
+            "rebalance_auto N|off  auto-rebalance every N steps (add GAIN: min gain)");
+  EXPECT_EQ(InlineUsage("pau"), "pause  pause / resume the scheduler (nothing is lost)");
+  EXPECT_EQ(InlineUsage("pau x"), "");  // a prefix only counts while it is the whole line
+  EXPECT_EQ(InlineUsage("nonsense"), "");
+  EXPECT_EQ(InlineUsage(""), "");
+}
+
+// The `/` filter line's editor: Tab completes nothing; Open() starts from
+// the filter in force.
+TEST(ConsoleCommandLine, EditorWithoutCompletionAndWithInitialText) {
+  CommandLineEditor e(/*complete=*/false);
+  e.Open("tr");
+  EXPECT_EQ(e.text(), "tr");
+  EXPECT_EQ(e.cursor(), 2);
+  e.HandleKey(Key{"Tab"});
+  EXPECT_EQ(e.text(), "tr");
+  EXPECT_TRUE(e.candidates().empty());
+  CommandLineEditor c;
+  c.Open("tr");
+  c.HandleKey(Key{"Tab"});
+  EXPECT_EQ(c.text(), "trace ");
 }
 
 }  // namespace

@@ -42,5 +42,22 @@ TEST(ConsoleKeymap, EveryKeyIsBoundOnceAndDocumented) {
   }
 }
 
+// The Requests, Log and Kernels view keys, live and in replay.
+TEST(ConsoleKeymap, ViewKeys) {
+  for (bool replay : {false, true}) {
+    EXPECT_EQ(LookupKey("/", replay), Action::kFilter);
+    EXPECT_EQ(LookupKey("s", replay), Action::kSortRequests);
+    EXPECT_EQ(LookupKey("k", replay), Action::kLogKind);
+    EXPECT_EQ(LookupKey(",", replay), Action::kOlderStep);
+    EXPECT_EQ(LookupKey(".", replay), Action::kNewerStep);
+    EXPECT_EQ(LookupKey("f", replay), Action::kFollowStep);
+    EXPECT_EQ(LookupKey("z", replay), Action::kZoomIn);
+    EXPECT_EQ(LookupKey("Z", replay), Action::kZoomOut);
+    EXPECT_EQ(LookupKey("{", replay), Action::kPanLeft);
+    EXPECT_EQ(LookupKey("}", replay), Action::kPanRight);
+    EXPECT_EQ(LookupKey("g", replay), Action::kKernelTable);
+  }
+}
+
 }  // namespace
 }  // namespace sy::console

@@ -21,7 +21,7 @@ TEST(ConsoleParallelCommands, SwitchTakesTpOrEp) {
   EXPECT_EQ(c->request.cmd, "switch");
   EXPECT_EQ(c->request.args, (json{{"to", "tp"}}));
   EXPECT_EQ(c->text, "switch tp");
-  EXPECT_FALSE(c->needs_confirm);  // no request is dropped: no question
+  EXPECT_TRUE(c->needs_confirm);  // disruptive: asks y/n
   c = ParseCommand("switch EP");
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"to", "ep"}}));
@@ -31,8 +31,10 @@ TEST(ConsoleParallelCommands, SwitchTakesTpOrEp) {
       ParseCommand("switch dp"),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad switch target 'dp': expected tp|ep")));
   EXPECT_THAT(ParseCommand("switch tp ep"), StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(ParseCommand("switch! tp"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'!' only applies to")));
+  c = ParseCommand("switch! tp");  // '!' skips the question
+  ASSERT_THAT(c, IsOk());
+  EXPECT_FALSE(c->needs_confirm);
+  EXPECT_EQ(c->request.args, (json{{"to", "tp"}}));
 }
 
 TEST(ConsoleParallelCommands, PolicyModeAndKeys) {

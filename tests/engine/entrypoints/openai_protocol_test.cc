@@ -70,6 +70,7 @@ TEST(ParseCompletionRequestTest, EveryValidationError) {
       {R"({"prompt": []})", "prompt", "empty"},
       {R"({"prompt": ["a", "b"]})", "prompt", "Batched prompts are not supported"},
       {R"({"prompt": [[1], [2]]})", "prompt", "Batched prompts are not supported"},
+      {R"({"prompt": [[[1]]]})", "prompt", "element 0 is array"},
       {R"({"prompt": [1, "a"]})", "prompt", "element 1 is string"},
       {R"({"prompt": [1, 2.5]})", "prompt", "element 1 is number"},
       {R"({"prompt": [-3]})", "prompt", "outside the vocabulary"},
@@ -103,6 +104,19 @@ TEST(ParseCompletionRequestTest, EveryValidationError) {
         << c.body;
     EXPECT_EQ(param, c.param) << c.body;
   }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_openai_request): a batch of one was read
+// by recursing on a copy of its element, so a body of nested brackets cost
+// quadratic time (seconds for 6 KB) and, deeper, the handler's stack.
+TEST(ParseCompletionRequestTest, DeeplyNestedPromptIsRefusedInOnePass) {
+  const int depth = 100000;
+  const std::string body =
+      R"({"prompt": )" + std::string(depth, '[') + "1" + std::string(depth, ']') + "}";
+  std::string param;
+  EXPECT_THAT(ParseCompletionRequest(body, &param),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("element 0 is array")));
+  EXPECT_EQ(param, "prompt");
 }
 
 TEST(ParseChatRequestTest, ReadsMessagesAndFields) {

@@ -247,6 +247,39 @@ TEST(HfConfigTest, ValuesWeCannotHonourAreRefused) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_hf_config; the inputs are kept as
+// tests/fuzz/corpus/hf_config/regress_*): int overflows (UBSan), a layer
+// list built for every one of 2^31 claimed layers (out of memory), floats
+// that became infinities ToHfConfig cannot write, and 2^64 - 1 read as -1.
+TEST(HfConfigTest, OutOfRangeValuesAreRefusedNotWrapped) {
+  const std::vector<std::pair<json, const char*>> cases = {
+      {{{"num_shared_experts", 65536}, {"moe_shared_expert_intermediate_size", 65536}},
+       "'num_shared_experts' times moe_shared_expert_intermediate_size is out of range"},
+      {{{"qk_nope_head_dim", 2147483647}, {"qk_rope_head_dim", 64}, {"qk_head_dim", 1}},
+       "'qk_head_dim' is 1 but qk_nope_head_dim + qk_rope_head_dim is 2147483711"},
+      {{{"qk_nope_head_dim", 2147483647}, {"qk_rope_head_dim", 64}, {"qk_head_dim", nullptr}},
+       "'qk_nope_head_dim' plus qk_rope_head_dim is out of range"},
+      {{{"num_hidden_layers", 2147483647}, {"linear_attn_config", {{"kda_layers", {1, 2, 3}}}}},
+       "'linear_attn_config.kda_layers' is [1,2,3] but num_hidden_layers and layer_group_size "
+       "give 1610612733 layers"},
+      {{{"routed_scaling_factor", 1e39}}, "'routed_scaling_factor' is out of range for a float"},
+      {{{"kda_safe_gate", false}, {"kda_lower_bound", -1e39}},
+       "'kda_lower_bound' is out of range for a float"},
+      {{{"num_nextn_predict_layers", 18446744073709551615ULL}},
+       "'num_nextn_predict_layers' is out of range: 18446744073709551615"},
+      {{{"eos_token_id", 18446744073709551615ULL}}, "'eos_token_id' must be an integer"},
+  };
+  for (const auto& [change, message] : cases) {
+    json j = Ling3();
+    j.update(change);
+    for (const auto& [key, value] : change.items()) {
+      if (value.is_null()) j.erase(key);  // null: leave the field out
+    }
+    EXPECT_THAT(ParseHfConfig(j), StatusIs(StatusCode::kInvalidArgument, HasSubstr(message)))
+        << change.dump();
+  }
+}
+
 TEST(HfConfigTest, ValidateErrorsPointAtTheConfigJsonField) {
   json j = Ling3();
   j["n_group"] = 3;  // does not divide 128 experts

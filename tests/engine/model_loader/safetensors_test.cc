@@ -124,6 +124,22 @@ TEST(SafetensorsTest, ReadsF16IncludingSubnormalsAndInfinity) {
                                                     std::numeric_limits<float>::infinity()));
 }
 
+// Found by fuzzing: ToFloat of a 0-element tensor into an empty vector's
+// data() (null) passed null to memcpy (UBSan).
+TEST(SafetensorsTest, EmptyTensorConvertsIntoAnEmptyVector) {
+  TempDir dir;
+  const std::string path = dir / "empty.safetensors";
+  ASSERT_THAT(WriteSafetensors(path, {{"e", {0, 3}, nullptr}}, DType::kF32, {}), IsOk());
+  auto f = SafetensorsFile::Open(path);
+  ASSERT_THAT(f, IsOk());
+  const TensorView* t = (*f)->Find("e");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->elements(), 0);
+  std::vector<float> out;
+  ToFloat(*t, out.data());
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(SafetensorsTest, MissingFileIsNotFound) {
   TempDir dir;
   EXPECT_THAT(SafetensorsFile::Open(dir / "nope.safetensors"),
@@ -184,6 +200,11 @@ TEST(SafetensorsTest, CorruptHeadersAreDataLoss) {
        "__metadata__ value of 'k' is not a string"},
       {"shape overflow",
        Raw(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})", f32x4),
+       "'shape' overflows"},
+      // Found by fuzzing: 0 elements, but 2^62 * 2 overflowed int64 in
+      // TensorView::elements().
+      {"shape partial product overflow",
+       Raw(R"({"a":{"dtype":"F32","shape":[4611686018427387904,2,0],"data_offsets":[0,0]}})", ""),
        "'shape' overflows"},
   };
   for (const Case& c : cases) {

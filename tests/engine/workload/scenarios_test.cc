@@ -61,6 +61,43 @@ TEST(BurstyTest, RatesPerPhaseMatchOverManyArrivals) {
   EXPECT_NEAR(burst / (cycles * o.burst_s), 50.0, 5.0);
 }
 
+TEST(BurstyTest, ListedPhasesPlayOnceInOrderAtTheirRates) {
+  WorkloadOptions o = WorkloadOptions::ForKind(WorkloadKind::kBursty);
+  Result<std::vector<WorkloadOptions::RatePhase>> phases =
+      WorkloadOptions::ParsePhases("40:5,4:200,20:0,4:400");
+  ASSERT_THAT(phases, IsOk());
+  o.phases = *phases;
+  o.prompt_len = {LengthDist::Kind::kFixed, 4, 4};
+  EXPECT_TRUE(o.Bounded());
+  EXPECT_THAT(o.Describe(), ::testing::HasSubstr("bursty phases=40:5,4:200,20:0,4:400"));
+  const auto all = Generate(o);
+  int counts[4] = {0, 0, 0, 0};
+  for (const Arrival& a : all) {
+    const double t = a.time_us / 1e6;
+    ASSERT_LT(t, 68.0);  // nothing after the last phase: the workload ended
+    counts[t < 40 ? 0 : t < 44 ? 1 : t < 64 ? 2 : 3]++;
+  }
+  // Expected 200, 800, 0, 1600: 15% is > 3 sigma for each.
+  EXPECT_NEAR(counts[0], 200, 30);
+  EXPECT_NEAR(counts[1], 800, 120);
+  EXPECT_EQ(counts[2], 0);
+  EXPECT_NEAR(counts[3], 1600, 240);
+}
+
+TEST(BurstyTest, PhaseListErrorsNameTheItem) {
+  EXPECT_THAT(WorkloadOptions::ParsePhases("30:5,7"),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::HasSubstr("phase '7'")));
+  EXPECT_THAT(WorkloadOptions::ParsePhases("0:5"),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::HasSubstr("SECONDS > 0")));
+  EXPECT_THAT(WorkloadOptions::ParsePhases("3:-1"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(WorkloadOptions::ParsePhases("3:5x"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(WorkloadOptions::ParsePhases(""), StatusIs(StatusCode::kInvalidArgument));
+  WorkloadOptions o = WorkloadOptions::ForKind(WorkloadKind::kBursty);
+  o.phases = {{.seconds = 1, .rate = 1}, {.seconds = -2, .rate = 1}};
+  EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                     ::testing::HasSubstr("phases[1].seconds must be > 0")));
+}
+
 TEST(BurstyTest, SilentQuietPhasesLeaveOnlyBursts) {
   WorkloadOptions o = WorkloadOptions::ForKind(WorkloadKind::kBursty);
   o.quiet_rate = 0;

@@ -69,6 +69,8 @@ TEST(WorkloadFileTest, ErrorsNameFileLineAndField) {
       {R"({"arrival_s": -1, "prompt": "x", "output_len": 2})", "arrival_s: must be"},
       {R"({"arrival_s": "1", "prompt": "x", "output_len": 2})", "arrival_s: must be"},
       {R"({"arrival_s": 0.1, "prompt": "x", "output_len": 2})", "arrival_s: goes back"},
+      // Found by fuzzing: 1e300 s rounded to a negative time in microseconds.
+      {R"({"arrival_s": 1e300, "prompt": "x", "output_len": 2})", "arrival_s: must be"},
       {R"({"arrival_s": 1, "output_len": 2})", "prompt: give exactly one"},
       {R"({"arrival_s": 1, "prompt": "x", "prompt_tokens": [1], "output_len": 2})",
        "prompt: give exactly one"},
@@ -81,6 +83,9 @@ TEST(WorkloadFileTest, ErrorsNameFileLineAndField) {
       {R"({"arrival_s": 1, "prompt": "x", "output_len": 0})", "output_len: must be"},
       {R"({"arrival_s": 1, "prompt": "x", "output_len": 2.5})", "output_len: must be"},
       {R"({"arrival_s": 1, "prompt": "x", "output_len": 2, "temperature": -1})",
+       "temperature: must be"},
+      // Found by fuzzing: a finite double, an infinite float.
+      {R"({"arrival_s": 1, "prompt": "x", "output_len": 2, "temperature": 1e39})",
        "temperature: must be"},
       {R"({"arrival_s": 1, "prompt": "x", "output_len": 2, "ignore_eos": 1})",
        "ignore_eos: must be"},

@@ -1,0 +1,233 @@
+// File: engine/server/scenario_results.cc
+#include "engine/server/scenario_results.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+
+namespace sy::engine {
+namespace {
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  return v[i];
+}
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+std::string Fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, x);
+  return buf;
+}
+
+}  // namespace
+
+double PhaseResult::Value() const {
+  if (metric == "tpot") return tpot_mean_ms;
+  if (metric == "throughput") return output_tok_s;
+  if (metric == "makespan") return makespan_s;
+  return ttft_mean_ms;
+}
+
+void ScenarioRecorder::OnStep(const telemetry::Step& step) {
+  steps_.push_back({.end_us = step.start_us + step.dur_us,
+                    .tokens = step.generated_total - last_generated_,
+                    .balancedness = -1});
+  last_generated_ = step.generated_total;
+}
+
+void ScenarioRecorder::OnExpertLoad(const telemetry::ExpertLoad& load) {
+  if (steps_.empty() || load.balancedness.empty()) return;
+  steps_.back().balancedness =
+      std::accumulate(load.balancedness.begin(), load.balancedness.end(), 0.0) /
+      static_cast<double>(load.balancedness.size());
+}
+
+void ScenarioRecorder::OnRequestDone(const telemetry::RequestDone& d) {
+  if (d.finish == "cancelled") return;
+  done_.push_back({.arrival_us = d.arrival_us,
+                   .ttft_us = d.ttft_us,
+                   .tpot_us = d.tpot_us,
+                   .end_us = d.arrival_us + d.e2e_us,
+                   .output_tokens = d.output_tokens});
+}
+
+void ScenarioRecorder::OnEvent(const telemetry::Event& e) {
+  if (e.phase != "done") return;
+  if (e.name == "switch") ++switches_;
+  if (e.name == "rebalance") ++rebalances_;
+}
+
+VariantResult ScenarioRecorder::Finish(const std::string& variant,
+                                       const std::vector<ScenarioPhase>& phases,
+                                       const std::vector<std::pair<int64_t, int64_t>>& windows,
+                                       int64_t workload_start_us) const {
+  VariantResult r;
+  r.variant = variant;
+  r.requests = static_cast<int64_t>(done_.size());
+  r.steps = static_cast<int64_t>(steps_.size());
+  r.switches = switches_;
+  r.rebalances = rebalances_;
+  const int64_t last_us = steps_.empty() ? workload_start_us : steps_.back().end_us;
+  r.sim_s = static_cast<double>(last_us - workload_start_us) / 1e6;
+  int64_t tokens = 0;
+  std::vector<double> bal_all;
+  for (const StepPoint& s : steps_) {
+    tokens += s.tokens;
+    if (s.balancedness >= 0) bal_all.push_back(s.balancedness);
+  }
+  r.output_tok_s = r.sim_s > 0 ? static_cast<double>(tokens) / r.sim_s : 0;
+  r.balancedness = Mean(bal_all);
+  for (size_t p = 0; p < phases.size(); ++p) {
+    PhaseResult ph;
+    ph.name = phases[p].name;
+    ph.metric = phases[p].metric;
+    const int64_t from = workload_start_us + windows[p].first;
+    // The last phase keeps the drain: requests finishing after the arrivals end.
+    const int64_t to = p + 1 == phases.size()
+                           ? std::max(last_us + 1, workload_start_us + windows[p].second)
+                           : workload_start_us + windows[p].second;
+    ph.start_s = static_cast<double>(windows[p].first) / 1e6;
+    ph.end_s = static_cast<double>(to - workload_start_us) / 1e6;
+    std::vector<double> ttft, tpot;
+    int64_t last_end = from;
+    for (const Done& d : done_) {
+      if (d.arrival_us < from || d.arrival_us >= to) continue;
+      ttft.push_back(static_cast<double>(d.ttft_us) / 1e3);
+      if (d.output_tokens > 1) tpot.push_back(static_cast<double>(d.tpot_us) / 1e3);
+      last_end = std::max(last_end, d.end_us);
+    }
+    ph.requests = static_cast<int>(ttft.size());
+    ph.ttft_mean_ms = Mean(ttft);
+    ph.ttft_p50_ms = Percentile(ttft, 0.50);
+    ph.ttft_p99_ms = Percentile(ttft, 0.99);
+    ph.tpot_mean_ms = Mean(tpot);
+    ph.tpot_p50_ms = Percentile(tpot, 0.50);
+    ph.tpot_p99_ms = Percentile(tpot, 0.99);
+    ph.makespan_s = static_cast<double>(last_end - from) / 1e6;
+    int64_t phase_tokens = 0;
+    std::vector<double> bal;
+    for (const StepPoint& s : steps_) {
+      if (s.end_us < from || s.end_us >= to) continue;
+      phase_tokens += s.tokens;
+      if (s.balancedness >= 0) bal.push_back(s.balancedness);
+    }
+    const double secs = static_cast<double>(to - from) / 1e6;
+    ph.output_tok_s = secs > 0 ? static_cast<double>(phase_tokens) / secs : 0;
+    ph.balancedness = Mean(bal);
+    r.phases.push_back(std::move(ph));
+  }
+  return r;
+}
+
+std::vector<std::pair<int64_t, int64_t>> PhaseWindows(const WorkloadOptions& w, size_t phases) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (w.phases.empty()) {
+    for (size_t i = 0; i < phases; ++i) out.emplace_back(0, INT64_MAX / 4);
+    return out;
+  }
+  double t = 0;
+  for (const WorkloadOptions::RatePhase& p : w.phases) {
+    const double end = t + p.seconds;
+    out.emplace_back(static_cast<int64_t>(t * 1e6), static_cast<int64_t>(end * 1e6));
+    t = end;
+  }
+  return out;
+}
+
+Result<VariantResult> RunScenarioVariant(const Scenario& scenario, const std::string& variant,
+                                         const ScenarioRunOptions& options) {
+  ASSIGN_OR_RETURN(EngineOptions o, ScenarioEngineOptions(scenario, variant, options));
+  ScenarioRecorder recorder;
+  o.observer = &recorder;
+  const std::vector<std::pair<int64_t, int64_t>> windows =
+      PhaseWindows(o.workload, scenario.phases.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(std::move(o)));
+  const int64_t start_us = engine->clock_us();
+  RETURN_IF_ERROR(engine->Run().WithContext("scenario " + scenario.name + " (" + variant + ")"));
+  VariantResult r = recorder.Finish(variant, scenario.phases, windows, start_us);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results) {
+  const VariantResult *tp = nullptr, *ep = nullptr, *au = nullptr;
+  for (const VariantResult& r : results) {
+    if (r.variant == "tp") tp = &r;
+    if (r.variant == "ep") ep = &r;
+    if (r.variant == "auto") au = &r;
+  }
+  std::vector<double> out;
+  if (!tp || !ep || !au) return out;
+  for (size_t p = 0; p < au->phases.size(); ++p) {
+    const PhaseResult& a = au->phases[p];
+    const double t = tp->phases[p].Value(), e = ep->phases[p].Value(), v = a.Value();
+    if (a.HigherIsBetter()) {
+      const double best = std::max(t, e);
+      out.push_back(v > 0 ? best / v : 0);
+    } else {
+      const double best = std::min(t, e);
+      out.push_back(best > 0 ? v / best : 0);
+    }
+  }
+  return out;
+}
+
+std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResult>& results) {
+  std::ostringstream os;
+  os << s.name << ": " << s.model << " on " << s.devices << " x " << s.hardware;
+  if (!s.source.empty()) os << " (" << s.source << ")";
+  os << "\n";
+  const std::vector<double> ratio = AutoVsBestStatic(results);
+  for (size_t p = 0; !results.empty() && p < results[0].phases.size(); ++p) {
+    const PhaseResult& h = results[0].phases[p];
+    os << "\nphase " << p + 1 << " " << h.name << " [" << Fmt("%.0f", h.start_s) << "s, "
+       << Fmt("%.0f", h.end_s) << "s)  metric: " << h.metric << "\n";
+    os << "  variant   reqs  TTFT mean    p50     p99 ms  TPOT mean   p50   p99 ms  out tok/s  "
+          "balanced\n";
+    for (const VariantResult& r : results) {
+      const PhaseResult& x = r.phases[p];
+      os << "  " << r.variant << std::string(8 - std::min<size_t>(8, r.variant.size()), ' ')
+         << Fmt("%6.0f", x.requests) << Fmt("%11.0f", x.ttft_mean_ms) << Fmt("%8.0f", x.ttft_p50_ms)
+         << Fmt("%8.0f", x.ttft_p99_ms) << Fmt("%11.1f", x.tpot_mean_ms)
+         << Fmt("%6.1f", x.tpot_p50_ms) << Fmt("%6.1f", x.tpot_p99_ms)
+         << Fmt("%11.0f", x.output_tok_s) << Fmt("%10.3f", x.balancedness) << "\n";
+    }
+    if (p < ratio.size()) {
+      const VariantResult* tp = nullptr;
+      const VariantResult* ep = nullptr;
+      for (const VariantResult& r : results) {
+        if (r.variant == "tp") tp = &r;
+        if (r.variant == "ep") ep = &r;
+      }
+      const PhaseResult& t = tp->phases[p];
+      const PhaseResult& e = ep->phases[p];
+      const bool tp_best = t.HigherIsBetter() ? t.Value() >= e.Value() : t.Value() <= e.Value();
+      os << "  best static: " << (tp_best ? "tp" : "ep") << "; auto is "
+         << Fmt("%+.1f%%", (ratio[p] - 1) * 100)
+         << (ratio[p] <= 1.10 ? " (within 10%)" : " (NOT within 10%)") << "\n";
+    }
+  }
+  os << "\n  variant   switches  rebalances  steps   sim s   wall s  sim/wall  out tok/s  "
+        "balanced\n";
+  for (const VariantResult& r : results) {
+    os << "  " << r.variant << std::string(8 - std::min<size_t>(8, r.variant.size()), ' ')
+       << Fmt("%10.0f", r.switches) << Fmt("%12.0f", r.rebalances)
+       << Fmt("%7.0f", static_cast<double>(r.steps)) << Fmt("%8.1f", r.sim_s)
+       << Fmt("%9.1f", r.wall_s) << Fmt("%9.1f", r.wall_s > 0 ? r.sim_s / r.wall_s : 0)
+       << Fmt("%11.0f", r.output_tok_s) << Fmt("%10.3f", r.balancedness) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace sy::engine

@@ -1,0 +1,206 @@
+// Tests of the simulated-cluster backend inside the real Engine (engine/sim,
+// engine/server/sim_flags.h, scenario.h): the same serving loop on a virtual
+// clock, telemetry stamped with simulated time, the backend in the run's
+// metadata, commands (switch) priced by the cost model, and scenarios
+// parsed and run headless to per-phase results.
+#include <future>
+
+#include "engine/server/scenario.h"
+#include "engine/server/scenario_results.h"
+#include "engine/server/sim_flags.h"
+#include "tests/engine/server/engine_fixture.h"
+
+namespace sy::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Qwen3-235B-A22B on 8 x H200, priced; a light Poisson load.
+EngineOptions SimOptionsFor(const std::string& pub, const std::string& ctl) {
+  EngineOptions o;
+  o.runner.devices = 8;
+  SimFlags f;
+  f.backend = "sim";
+  f.hardware = "h200";
+  f.max_seq = 4096;
+  const Status st = ApplySimFlags(f, "qwen3-235b-a22b", 7, &o);
+  EXPECT_THAT(st, IsOk());
+  o.workload.rate = 20;
+  o.workload.max_requests = 60;
+  o.workload.prompt_len = {LengthDist::Kind::kUniform, 64, 512};
+  o.workload.output_len = {LengthDist::Kind::kUniform, 32, 128};
+  o.scheduler.max_running = 256;
+  o.scheduler.max_batch_tokens = 8192;
+  o.publisher.endpoint = pub;
+  o.publisher.heartbeat_ms = 50;
+  o.control_endpoint = ctl;
+  o.run_id = "sim-test";
+  return o;
+}
+
+class CountingObserver final : public EngineObserver {
+ public:
+  void OnStep(const telemetry::Step& s) override {
+    ++steps;
+    EXPECT_GE(s.start_us, last_end_us) << "steps overlap on the virtual clock";
+    EXPECT_GT(s.dur_us, 0);
+    last_end_us = s.start_us + s.dur_us;
+  }
+  void OnRequestDone(const telemetry::RequestDone& d) override {
+    ++done;
+    EXPECT_GT(d.ttft_us, 0);
+    EXPECT_GE(d.e2e_us, d.ttft_us);
+  }
+  void OnEvent(const telemetry::Event& e) override {
+    if (e.name == "switch" && e.phase == "done") ++switches;
+  }
+  int steps = 0, done = 0, switches = 0;
+  int64_t last_end_us = 0;
+};
+
+TEST_F(EngineTest, SimBackendServesABoundedWorkloadOnTheVirtualClock) {
+  EngineOptions o = SimOptionsFor(pub_, ctl_);
+  o.exit_when_done = true;
+  CountingObserver obs;
+  o.observer = &obs;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  ASSERT_THAT((*engine)->Run(), IsOk());
+  EXPECT_EQ(obs.done, 60);
+  EXPECT_GT(obs.steps, 60);
+  const EngineStats st = (*engine)->stats();
+  EXPECT_EQ(st.finished, 60);
+  // 60 arrivals at 20/s: about 3 simulated seconds of arrivals (the clock
+  // jumped over the idle gaps between them instead of waiting).
+  EXPECT_GT(st.clock_us, 1'500'000);
+  EXPECT_EQ(st.clock_us, (*engine)->clock_us());
+}
+
+TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
+  EngineOptions o = SimOptionsFor(pub_, ctl_);
+  o.start_paused = true;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  telemetry::SubscriberOptions so;
+  so.endpoint = pub_;
+  auto sub = telemetry::Subscriber::Connect(so);
+  ASSERT_THAT(sub.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+
+  telemetry::Meta meta;
+  ASSERT_TRUE(WaitFor(**sub, [&](const telemetry::Message& m) {
+    if (auto* x = std::get_if<telemetry::Meta>(&m)) meta = *x;
+    return std::holds_alternative<telemetry::Meta>(m);
+  }));
+  EXPECT_EQ(meta.backend["kind"], "sim");
+  EXPECT_EQ(meta.backend["clock"], "virtual");
+  EXPECT_EQ(meta.backend["hardware"], "h200");
+  EXPECT_EQ(meta.backend["model"], "qwen3-235b-a22b");
+  EXPECT_EQ(meta.backend["routing"]["seed"], 7);
+  EXPECT_EQ(meta.devices, 8);
+  EXPECT_EQ(meta.model.layers, 94);
+  EXPECT_EQ(meta.model.experts, 128);
+
+  // The switch is priced (seed 003 eq. 9-11), not measured on this machine.
+  telemetry::CommandReply sw = Call(**client, "switch", {{"to", "tp"}});
+  ASSERT_TRUE(sw.ok) << sw.error_message;
+  EXPECT_GT(sw.result.value("total_ms", 0.0), 50.0) << sw.result.dump();
+  ASSERT_TRUE(Call(**client, "resume").ok);
+  int64_t max_t_us = 0;
+  int steps = 0;
+  ASSERT_TRUE(WaitFor(**sub, [&](const telemetry::Message& m) {
+    if (auto* s = std::get_if<telemetry::Step>(&m)) {
+      EXPECT_GE(s->env.t_us, s->start_us + s->dur_us) << "stamped on another clock";
+      max_t_us = std::max(max_t_us, s->env.t_us);
+      ++steps;
+    }
+    return steps >= 20;
+  }));
+  (*engine)->RequestStop();
+  ASSERT_THAT(run.get(), IsOk());
+  // The stamps include the priced switch pause, on the clock the steps use.
+  EXPECT_GE(max_t_us, static_cast<int64_t>(sw.result.value("total_ms", 0.0) * 1000));
+}
+
+TEST(ScenarioTest, CatalogueScenariosParse) {
+  const std::string dir = costmodel::DefaultCatalogDir();
+  const std::vector<std::string> names = ScenarioNames(dir);
+  for (const char* want : {"moebius-bursty", "moebius-rollout", "deepseek-ep72-decode"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  for (const std::string& n : names) {
+    Result<Scenario> s = LoadScenario(dir, n);
+    ASSERT_THAT(s, IsOk()) << n;
+    for (const std::string& v : s->variants) {
+      EXPECT_THAT(ScenarioEngineOptions(*s, v, {}), IsOk()) << n << " " << v;
+    }
+  }
+  Result<Scenario> b = LoadScenario(dir, "moebius-bursty");
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(b->phases.size(), 5u);
+  EXPECT_EQ(b->phases[1].metric, "ttft");
+  EXPECT_THAT(LoadScenario(dir, "nope"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("moebius-bursty")));
+}
+
+TEST(ScenarioTest, BadScenariosAreRefusedWithTheField) {
+  const std::string base =
+      R"({"hardware": "h200", "model": "qwen3-235b-a22b", "devices": 8, "variants": ["tp"],)";
+  auto parse = [&](const std::string& rest) { return ParseScenarioJson(base + rest, "x.json"); };
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"]})"), IsOk());
+  EXPECT_THAT(ParseScenarioJson("{", "x.json"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not JSON")));
+  EXPECT_THAT(ParseScenarioJson(R"({"hardware": "h200", "model": "m", "variants": ["zz"],
+                                   "workload": ["--workload", "rollout"]})",
+                                "x.json"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown variant 'zz'")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "poisson"]})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bounded")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout", "--quiet-s", "3"]})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("--quiet-s")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "bursty", "--phases", "3:1,2:5"],
+                       "phases": [{"name": "a"}]})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the workload has 2")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"], "phases": [{"metric": "fast"}]})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown metric 'fast'")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"], "devices": "8"})"),
+              StatusIs(StatusCode::kInvalidArgument));
+}
+
+// A twentieth of moebius-bursty, every variant: the structure of the results
+// (phases, requests all accounted for, the auto policy switching at the
+// bursts). The seed's full-size shape is the bench's (scripts/bench).
+TEST(ScenarioTest, ShortBurstyRunGivesPerPhaseResultsForEveryVariant) {
+  Result<Scenario> s = LoadScenario(costmodel::DefaultCatalogDir(), "moebius-bursty");
+  ASSERT_THAT(s, IsOk());
+  ScenarioRunOptions run;
+  run.time_scale = 0.05;
+  std::vector<VariantResult> results;
+  for (const std::string& v : s->variants) {
+    Result<VariantResult> r = RunScenarioVariant(*s, v, run);
+    ASSERT_THAT(r, IsOk()) << v;
+    results.push_back(*r);
+  }
+  ASSERT_EQ(results.size(), 3u);
+  for (const VariantResult& r : results) {
+    ASSERT_EQ(r.phases.size(), 5u);
+    int64_t in_phases = 0;
+    for (const PhaseResult& p : r.phases) in_phases += p.requests;
+    EXPECT_EQ(in_phases, r.requests) << r.variant;
+    EXPECT_GT(r.requests, 80) << r.variant;
+    EXPECT_GT(r.phases[1].requests, 10) << r.variant;  // the 80 req/s burst, 0.35 s
+    EXPECT_GT(r.sim_s, 15.0) << r.variant;
+    EXPECT_GT(r.balancedness, 0.0) << r.variant;
+  }
+  EXPECT_EQ(results[0].switches, 0);  // static TP
+  EXPECT_EQ(results[1].switches, 0);  // static EP
+  const std::string table = FormatScenarioTable(*s, results);
+  EXPECT_THAT(table, HasSubstr("phase 2 burst-80"));
+  EXPECT_THAT(table, HasSubstr("best static"));
+  EXPECT_EQ(AutoVsBestStatic(results).size(), 5u);
+}
+
+}  // namespace
+}  // namespace sy::engine
