@@ -92,10 +92,10 @@ VariantResult ScenarioRecorder::Finish(const std::string& variant,
     ph.name = phases[p].name;
     ph.metric = phases[p].metric;
     const int64_t from = workload_start_us + windows[p].first;
-    // The last phase keeps the drain: requests finishing after the arrivals end.
-    const int64_t to = p + 1 == phases.size()
-                           ? std::max(last_us + 1, workload_start_us + windows[p].second)
-                           : workload_start_us + windows[p].second;
+    // The last phase keeps the drain: it ends with the last step, whether
+    // that is before or after its arrivals end.
+    const int64_t to = p + 1 == phases.size() ? std::max(last_us + 1, from + 1)
+                                              : workload_start_us + windows[p].second;
     ph.start_s = static_cast<double>(windows[p].first) / 1e6;
     ph.end_s = static_cast<double>(to - workload_start_us) / 1e6;
     std::vector<double> ttft, tpot;
