@@ -204,6 +204,13 @@ class Publisher::Impl {
         } else {
           ++sent;
         }
+        // A big batch (full traces of a fast sim) can take seconds to
+        // serialise; liveness must not wait for it, or observers call a
+        // busy engine lost.
+        if (!stop && Clock::now() >= next_hb) {
+          SendHeartbeat();
+          next_hb = Clock::now() + hb_every;
+        }
       }
       {
         std::lock_guard lk(mu_);
