@@ -26,17 +26,6 @@
 set(_sy_pch_default OFF)
 option(SY_PCH "Precompile the heavy third-party headers (off under ccache)" ${_sy_pch_default})
 
-# SY_UNITY: unity ("jumbo") builds of the libraries and executables (class
-# lib; a test driver is one file anyway): CMake compiles each target's
-# sources in batches of up to 8 as one translation unit, so nlohmann/json's
-# and our headers' templates are instantiated once per batch instead of once
-# per file (engine/server's first 7 files: 72.9 s of CPU one by one, 26.5 s
-# as one). Two files of a target must then not define the same name at file
-# scope (anonymous namespaces included): the build fails on it, and a rename
-# fixes it. Off by default; scripts/build --sanitize turns it on, so the
-# Release build stays the reference that checks every file on its own.
-option(SY_UNITY "Unity builds of the libraries and executables" OFF)
-
 set(SY_PCH_LIB_HEADERS
     <algorithm> <atomic> <chrono> <cstdint> <deque> <functional> <map> <memory> <mutex>
     <optional> <set> <string> <string_view> <unordered_map> <utility> <variant> <vector>
@@ -82,9 +71,6 @@ function(sy_finalize_targets)
     else()
       set(class lib)
       target_compile_options(${t} PRIVATE ${SY_SANITIZE_LIB_FLAGS})
-      if(SY_UNITY AND NOT t STREQUAL "sy_pch_lib")
-        set_target_properties(${t} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
-      endif()
     endif()
     get_target_property(own ${t} PRECOMPILE_HEADERS)
     get_target_property(reused ${t} PRECOMPILE_HEADERS_REUSE_FROM)

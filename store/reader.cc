@@ -119,37 +119,54 @@ class Reader::Impl {
     return out;
   }
 
-  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t, bool forward) {
+  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t, bool forward,
+                                                const EventMark* from) {
     ASSIGN_OR_RETURN(int64_t rid, Rid(id));
-    const std::string cmp = forward ? "t_us > ?2" : "t_us < ?2";
+    // Marks are ordered by (t_us, table, row), table 0 for events and 1 for
+    // commands. The cursor is `from` when it sits at t, else a key just past
+    // every mark at t (forward) or just before them (backward), so marks at
+    // t itself are skipped. The plain t_us bound keeps the (run, t_us) index.
+    int64_t table = forward ? 2 : -1;
+    int64_t row = 0;
+    if (from != nullptr && from->t_us == t) {
+      table = from->command ? 1 : 0;
+      row = from->row;
+    }
+    const std::string cmp = forward ? ">" : "<";
+    const std::string bound = forward ? "t_us >= ?2" : "t_us <= ?2";
     const std::string order =
         forward ? "ORDER BY t_us, id LIMIT 1" : "ORDER BY t_us DESC, id DESC LIMIT 1";
     std::optional<EventMark> best;
     {
-      ASSIGN_OR_RETURN(Stmt st,
-                       Stmt::Prepare(db_,
-                                     "SELECT t_us, kind, name, phase, message FROM events "
-                                     "WHERE run = ?1 AND " +
-                                         cmp +
-                                         " AND kind NOT IN "
-                                         "('policy', 'scheduler') AND NOT (kind = 'rebalance' AND "
-                                         "phase IN ('planned', 'layer')) " +
-                                         order));
-      st.Bind(1, rid).Bind(2, t);
-      ASSIGN_OR_RETURN(bool row, st.Step("reading"));
-      if (row) best = EventMark{st.Int(0), st.Text(1), st.Text(2), st.Text(3), st.Text(4), true};
+      ASSIGN_OR_RETURN(
+          Stmt st,
+          Stmt::Prepare(
+              db_, "SELECT t_us, kind, name, phase, message, id FROM events WHERE run = ?1 AND " +
+                       bound + " AND (t_us, 0, id) " + cmp +
+                       " (?2, ?3, ?4) AND kind NOT IN ('policy', 'scheduler', 'command') AND "
+                       "NOT (kind = 'rebalance' AND phase IN ('planned', 'layer')) " +
+                       order));
+      st.Bind(1, rid).Bind(2, t).Bind(3, table).Bind(4, row);
+      ASSIGN_OR_RETURN(bool found, st.Step("reading"));
+      if (found) {
+        best = EventMark{st.Int(0),  st.Text(1), st.Text(2), st.Text(3),
+                         st.Text(4), true,       false,      st.Int(5)};
+      }
     }
     // Commands are few (operator actions): their (run, id) index suffices.
-    ASSIGN_OR_RETURN(Stmt st, Stmt::Prepare(db_,
-                                            "SELECT t_us, text, ok, reply FROM commands "
-                                            "WHERE run = ?1 AND t_us > 0 AND " +
-                                                cmp + " " + order));
-    st.Bind(1, rid).Bind(2, t);
-    ASSIGN_OR_RETURN(bool row, st.Step("reading"));
-    if (row) {
+    ASSIGN_OR_RETURN(
+        Stmt st, Stmt::Prepare(db_,
+                               "SELECT t_us, text, ok, reply, id FROM commands "
+                               "WHERE run = ?1 AND t_us > 0 AND " +
+                                   bound + " AND (t_us, 1, id) " + cmp + " (?2, ?3, ?4) " + order));
+    st.Bind(1, rid).Bind(2, t).Bind(3, table).Bind(4, row);
+    ASSIGN_OR_RETURN(bool found, st.Step("reading"));
+    if (found) {
       const int64_t ct = st.Int(0);
-      if (!best || (forward ? ct < best->t_us : ct > best->t_us)) {
-        best = EventMark{ct, "command", st.Text(1), "", st.Text(3), st.Int(2) != 0};
+      // Events come first at one time: a command wins only strictly nearer.
+      if (!best || (forward ? ct < best->t_us : ct >= best->t_us)) {
+        best =
+            EventMark{ct, "command", st.Text(1), "", st.Text(3), st.Int(2) != 0, true, st.Int(4)};
       }
     }
     return best;
@@ -269,8 +286,8 @@ Result<std::vector<telemetry::Message>> Reader::MessagesWithoutSpans(const std::
   return impl_->Messages(id, from_us, to_us, false);
 }
 Result<std::optional<EventMark>> Reader::NearestEvent(const std::string& id, int64_t t_us,
-                                                      bool forward) {
-  return impl_->NearestEvent(id, t_us, forward);
+                                                      bool forward, const EventMark* from) {
+  return impl_->NearestEvent(id, t_us, forward, from);
 }
 Result<int64_t> Reader::StepTime(const std::string& id, int64_t step) {
   return impl_->StepTime(id, step);

@@ -148,6 +148,10 @@ struct EventMark {
   std::string phase;    // "" for commands: see `ok`
   std::string message;  // the event's message, or the command's reply
   bool ok = true;       // commands: whether it succeeded
+  // Where it is stored (events or commands table) and its row there: with
+  // t_us, the order in which NearestEvent steps through marks at one time.
+  bool command = false;
+  int64_t row = 0;
 };
 
 class Reader {
@@ -178,10 +182,15 @@ class Reader {
   //
   // The nearest event of the run strictly after `t_us` (forward) or strictly
   // before it (backward), or nullopt if none: an operator command recorded
-  // with an engine time, or an event other than the frequent kinds a reader
-  // steps over (`policy` decisions, `scheduler` retractions, a rebalance's
-  // `planned` and per-`layer` phases). Events win ties with commands.
-  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t_us, bool forward);
+  // by the console with an engine time, or an event other than the frequent
+  // kinds a reader steps over (`policy` decisions, `scheduler` retractions, a
+  // rebalance's `planned` and per-`layer` phases, and the engine's own
+  // `command` mirrors, which would name each recorded command twice more).
+  // Marks at one time are ordered events first, then by row. Given `from`
+  // (the mark last reached) with from->t_us == t_us, the marks after (before)
+  // it at that same time count too, so stepping visits every mark once.
+  Result<std::optional<EventMark>> NearestEvent(const std::string& id, int64_t t_us, bool forward,
+                                                const EventMark* from = nullptr);
   // Engine time of the run's first stored step numbered >= `step` (steps
   // grow with time within a run, so this is a binary search over the
   // (run, t_us) index: ~log2(duration) probes). NOT_FOUND when the run has

@@ -174,7 +174,9 @@ Status ReplayPlayer::SeekToStep(int64_t step) {
 }
 
 Result<std::optional<store::EventMark>> ReplayPlayer::JumpToEvent(bool forward) {
-  auto ev = reader_->NearestEvent(run_.id, position_us_, forward);
+  // From the mark last reached when still there: marks sharing its time
+  // (a command and the event it caused) are each visited.
+  auto ev = reader_->NearestEvent(run_.id, position_us_, forward, event_ ? &*event_ : nullptr);
   if (!ev.ok()) return ev.status().WithContext("replay " + path_ + " run " + run_.id);
   if (!*ev) return ev;
   event_ = **ev;

@@ -3,10 +3,12 @@
 // MoE time and doubles decode throughput, written through store::Writer.
 //
 //   t = 10 s   policy decision        (skipped by event navigation)
-//   t = 15 s   command "switch tp"    (recorded by the console, ok)
+//   t = 15 s   command "switch tp"    (recorded by the console, ok), and the
+//              engine's command mirrors received/done (skipped)
 //   t = 20 s   rebalance layer        (skipped)
 //   t = 30 s   switch done EP -> TP, then a Meta with layout TP
-//   t = 45 s   rebalance done
+//   t = 45 s   rebalance done, and command "rebalance" recorded by the
+//              console at the same engine time
 //   t = 60 s   heartbeat (the run's duration)
 //
 // Before 30 s a step decodes 10 tokens at batch 4 in 50 ms, with kernels
@@ -63,6 +65,10 @@ inline void WriteEventRun(const std::string& path, const std::string& id = "run-
     const int64_t t = i * 100'000LL;
     const bool after = t >= 30'000'000;
     if (t == 10'000'000) event_at(t, "policy", "decision", "", "batch 4 < T_h 64: stay");
+    if (t == 15'000'000) {
+      event_at(t, "command", "switch", "received", "switch received");
+      event_at(t, "command", "switch", "done", "switch done");
+    }
     if (t == 20'000'000) event_at(t, "rebalance", "rebalance", "layer", "layer 0 moved");
     if (t == 30'000'000) {
       event_at(t, "switch", "switch", "done", "EP -> TP in 12 ms");
@@ -110,6 +116,11 @@ inline void WriteEventRun(const std::string& path, const std::string& id = "run-
   c.request = R"({"cmd":"switch","args":{"to":"tp"}})";
   c.ok = true;
   c.reply = R"({"ok":true})";
+  w.RecordCommand(c);
+  c.t_us = 45'000'000;
+  c.unix_ms = 1'700'000'045'000;
+  c.text = "rebalance";
+  c.request = R"({"cmd":"rebalance","args":{}})";
   w.RecordCommand(c);
   w.Flush();
 }

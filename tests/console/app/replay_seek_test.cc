@@ -90,9 +90,14 @@ TEST_F(ConsoleReplaySeek, PlayerJumpsBetweenEventsAndNamesThem) {
   EXPECT_EQ(s.parallel.layout, "TP");
   ASSERT_THAT(player.Apply(ReplayAction::kNextEvent), IsOk());
   EXPECT_EQ(player.TakeNotice(), "rebalance done @ 45.0s: 4 experts moved");
+  // A command recorded at the same engine time is the next mark, not skipped.
+  ASSERT_THAT(player.Apply(ReplayAction::kNextEvent), IsOk());
+  EXPECT_EQ(player.TakeNotice(), "command :rebalance ok @ 45.0s");
   ASSERT_THAT(player.Apply(ReplayAction::kNextEvent), IsOk());
   EXPECT_EQ(player.TakeNotice(), "no event after 45.0s");
   EXPECT_DOUBLE_EQ(player.clock().position_s, 45);
+  ASSERT_THAT(player.Apply(ReplayAction::kPrevEvent), IsOk());
+  EXPECT_EQ(player.TakeNotice(), "rebalance done @ 45.0s: 4 experts moved");
   ASSERT_THAT(player.Apply(ReplayAction::kPrevEvent), IsOk());
   EXPECT_EQ(player.TakeNotice(), "switch done @ 30.0s: EP -> TP in 12 ms");
   ASSERT_TRUE(player.current_event().has_value());
