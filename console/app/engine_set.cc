@@ -155,6 +155,11 @@ bool EngineSet::all_stopped() const {
                      [](const auto& s) { return s->stop_seen(); });
 }
 
+bool EngineSet::all_over() const {
+  return std::all_of(sessions_.begin(), sessions_.end(),
+                     [](const auto& s) { return s->run_over(); });
+}
+
 LiveSummary EngineSet::Finish() {
   LiveSummary sum;
   for (auto& s : sessions_) {

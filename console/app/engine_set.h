@@ -94,6 +94,8 @@ class EngineSet {
   std::vector<Question> TakeQuestions();
   // True once every engine published its lifecycle "stop" event.
   bool all_stopped() const;
+  // True once every engine's run is over: stopped, or lost (LiveSession::run_over).
+  bool all_over() const;
   // Stops receiving on every engine, flushes the store, and returns the
   // transport counters summed over engines with the store's counters.
   LiveSummary Finish();

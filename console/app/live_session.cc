@@ -98,16 +98,19 @@ void LiveSession::UpdateCounters() {
     std::lock_guard lock(mu_);
     transport_ = t;
   }
-  if (!writer_) return;
-  const store::WriterCounters wc = writer_->counters();
-  const Status st = writer_->status();
-  collector_.SetStoreCounters(
-      StoreCounters{wc.written, wc.dropped, st.ok() ? "" : st.ToString(), writer_->path()});
-  // Close the run in the store once it is over: normally after its "stop"
-  // event, abnormally when heartbeats have stopped for > 5 intervals.
+  if (writer_) {
+    const store::WriterCounters wc = writer_->counters();
+    const Status st = writer_->status();
+    collector_.SetStoreCounters(
+        StoreCounters{wc.written, wc.dropped, st.ok() ? "" : st.ToString(), writer_->path()});
+  }
+  // The run is over normally after its "stop" event, abnormally when
+  // heartbeats have stopped for > 5 intervals; the store closes it once.
   const Snapshot s = collector_.TakeSnapshot();
   if (s.run.empty() || s.run == ended_run_) return;
   if (s.run_stopped || s.conn == ConnState::kLost) {
+    run_over_ = true;
+    if (!writer_) return;
     const bool abnormal = !s.run_stopped;
     writer_->EndRun(s.run, abnormal);
     ended_run_ = s.run;

@@ -83,6 +83,10 @@ class LiveSession {
   std::vector<Question> TakeQuestions();
   // True once the engine published its lifecycle "stop" event.
   bool stop_seen() const { return stop_seen_.load(); }
+  // True once the run is over for this console: its "stop" event arrived, or
+  // the engine was lost (heartbeats stopped; the run was marked abnormal). A
+  // stop event dropped on an overloaded wire still ends in the second way.
+  bool run_over() const { return run_over_.load(); }
   // Flushes the store (tests, headless exit) and returns the counters.
   LiveSummary Finish();
   LiveSummary summary() const;
@@ -101,6 +105,7 @@ class LiveSession {
   std::unique_ptr<CommandSender> sender_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> stop_seen_{false};
+  std::atomic<bool> run_over_{false};
   mutable std::mutex mu_;
   std::deque<std::pair<std::string, bool>> command_messages_;  // GUARDED_BY(mu_)
   std::vector<Question> questions_;                            // GUARDED_BY(mu_)

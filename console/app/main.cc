@@ -317,7 +317,9 @@ int RunLive(const Options& o, const SignalWatcher& signals) {
           std::chrono::duration<double>(Clock::now() - start).count() >= o.duration_s) {
         break;
       }
-      if (o.exit_on_stop && set.all_stopped()) break;
+      // The stop event, or the engine lost: a recorder under a supervisor
+      // must not wait forever for an event an overloaded wire dropped.
+      if (o.exit_on_stop && (set.all_stopped() || set.all_over())) break;
       std::this_thread::sleep_for(50ms);
     }
     const LiveSummary s = set.Finish();
@@ -393,7 +395,8 @@ int Main(int argc, char** argv) {
                        ->needs(headless);
   auto* exit_on_stop =
       app.add_flag("--exit-on-stop", o.exit_on_stop,
-                   "headless live: exit when the engine publishes its lifecycle stop event")
+                   "headless live: exit when the engine publishes its lifecycle stop event, "
+                   "or once it is lost (heartbeats stopped for 5 intervals)")
           ->needs(headless);
   auto* replay = app.add_option("--replay", o.replay, "replay a store FILE")
                      ->check(CLI::ExistingFile)

@@ -23,14 +23,27 @@ std::string Fixed(double v, const char* fmt) {
   return buf;
 }
 
-// Writes segments separated by two spaces; stops at the edge.
+// Writes segments separated by two spaces. A segment that does not fit
+// whole is left out with every one after it (a header cut to "trace" with
+// its level gone reads as a different state). The replay clock, the state
+// and paths may be cut with "…" instead: what is left still tells them.
 struct Line {
   Grid& g;
   int y;
   int x = 0;
-  void Add(const std::string& text, Style st) {
-    if (x > 0) x = g.Put(x, y, "  ", theme::kBar);
-    x = g.Put(x, y, text, st);
+  bool full = false;
+  void Add(const std::string& text, Style st, bool may_cut = false) {
+    if (full) return;
+    const int sep = x > 0 ? 2 : 0;
+    const int room = g.width() - x - sep;
+    std::string shown = text;
+    if (DisplayWidth(text) > room) {
+      full = true;
+      if (!may_cut || room < 4) return;
+      shown = TruncateToWidth(text, room);
+    }
+    if (sep > 0) x = g.Put(x, y, "  ", theme::kBar);
+    x = g.Put(x, y, shown, st);
   }
 };
 
@@ -124,7 +137,7 @@ Grid DrawHeader(const Snapshot& s, const ViewState& v, int width) {
     const ReplayClock& c = s.replay;
     line.Add("REPLAY " + Fixed(c.position_s, "%.1fs") + "/" + Fixed(c.duration_s, "%.1fs") + " x" +
                  Fixed(c.speed, "%g") + (c.playing ? " PLAYING" : " PAUSED"),
-             Style{Color::kBlack, Color::kYellow, kBold});
+             Style{Color::kBlack, Color::kYellow, kBold}, /*may_cut=*/true);
   }
   std::string state = "WAITING";
   Style state_style = theme::kBar;
@@ -141,7 +154,7 @@ Grid DrawHeader(const Snapshot& s, const ViewState& v, int width) {
     state = "RUNNING";
     state_style = Style{Color::kBlack, Color::kGreen, kBold};
   }
-  line.Add(state, state_style);
+  line.Add(state, state_style, /*may_cut=*/true);
   if (s.have_meta) {
     line.Add(s.meta.model.preset, theme::kBar);
     line.Add(std::to_string(s.meta.devices) + " dev " + s.meta.layout, theme::kBar);
@@ -183,15 +196,16 @@ Grid DrawStatus(const Snapshot& s, const ViewState& v, int width) {
              Style{Color::kRed, Color::kWhite, kBold});
   }
   if (s.conn == ConnState::kReplay) {
-    line.Add("replay " + s.db_path, theme::kBar);
+    line.Add("replay " + s.db_path, theme::kBar, /*may_cut=*/true);
   } else if (s.have_store) {
     if (!s.store_error.empty()) {
-      line.Add("store ERROR " + s.store_error, Style{Color::kWhite, Color::kRed, kBold});
+      line.Add("store ERROR " + s.store_error, Style{Color::kWhite, Color::kRed, kBold},
+               /*may_cut=*/true);
     } else {
       line.Add("store drops " + FormatCount(static_cast<double>(s.store_dropped)),
                s.store_dropped > 0 ? Style{Color::kRed, Color::kWhite, kBold} : theme::kBar);
     }
-    line.Add("db " + s.db_path, theme::kBar);
+    line.Add("db " + s.db_path, theme::kBar, /*may_cut=*/true);
   } else {
     line.Add("not recording", theme::kBar);
   }

@@ -127,8 +127,9 @@ std::vector<int> CommandWidths(const std::vector<CommandRow>& rows) {
   return w;
 }
 
-// Text columns of a row inside the border, from x = 2.
-int RowWidth(int w) { return w - 3; }
+// Text columns of a row inside the border, from x = 2 to one space before
+// the right border (the same margin as on the left).
+int RowWidth(int w) { return w - 4; }
 
 int CompactHeight(const ViewState& v, int w) {
   return 3 + static_cast<int>(FlowRows(KeyWidths(VisibleKeys(v)), RowWidth(w)).size()) + 1 +
@@ -220,8 +221,10 @@ Grid DrawHelp(const ViewState& v, Rect r) {
   }
   for (const CommandRow& c : CommandRows()) {
     if (y >= r.h - 1) break;
-    const int x = g.Put(2, y, PadRight(c.usage, 24), theme::kOverlayKey, right);
-    g.Put(x, y, std::string(c.help), theme::kOverlay, right);
+    // Usage in a column of 24; a longer one is shown whole and pushes its
+    // help one space after it (cut to the column, it ran into the help).
+    const int after = g.Put(2, y, c.usage, theme::kOverlayKey, right);
+    g.Put(std::max(2 + 24, after + 1), y, std::string(c.help), theme::kOverlay, right);
     ++y;
   }
   return g;

@@ -63,12 +63,16 @@ bool HasCache(const telemetry::DeviceOccupancy& d) {
          d.cache_evicted_pages > 0;
 }
 
+// "34 nodes", "1 node".
+std::string Counted(int64_t n, const char* noun) {
+  return FormatCount(static_cast<double>(n)) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // "cache  1.2k tokens  34 nodes  2 slots  hit 42.0%  evicted 120 pages".
 std::string CacheLine(int64_t tokens, int64_t nodes, int64_t slots, bool hybrid, int64_t evicted) {
-  std::string s = FormatCount(static_cast<double>(tokens)) + " tokens  " +
-                  FormatCount(static_cast<double>(nodes)) + " nodes";
-  if (hybrid) s += "  " + std::to_string(slots) + " slots";
-  return s + "  evicted " + FormatCount(static_cast<double>(evicted)) + " pages";
+  std::string s = Counted(tokens, "token") + "  " + Counted(nodes, "node");
+  if (hybrid) s += "  " + Counted(slots, "slot");
+  return s + "  evicted " + Counted(evicted, "page");
 }
 
 }  // namespace
@@ -100,7 +104,8 @@ Grid DrawMemory(const Snapshot& s, const ViewState& /*v*/, Rect r) {
     if (slot_bytes > 0) title += ", " + FormatBytes(slot_bytes);
     title += ")";
   }
-  g.Put(0, y++, title, theme::kTitle);
+  // Cut with "…" at 80 columns rather than mid-word.
+  g.Put(0, y++, TruncateToWidth(title, r.w), theme::kTitle);
   if (s.kv.empty()) {
     g.Put(0, y, "No occupancy reported yet.", theme::kDimmed);
     return g;

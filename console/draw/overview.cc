@@ -50,7 +50,10 @@ Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
   Grid g(r.w, r.h);
   int y = 0;
   const int secs = static_cast<int>(s.decode_tps.size());
-  g.Put(0, y++, "Throughput, last " + std::to_string(secs) + "s (engine time)", theme::kTitle);
+  g.Put(0, y++,
+        secs > 0 ? "Throughput, last " + std::to_string(secs) + "s (engine time)"
+                 : std::string("Throughput (engine time): no steps yet"),
+        theme::kTitle);
   SeriesRows(g, y, "prefill", FormatRate(s.cur_prefill_tps), s.prefill_tps, 2, theme::kChart);
   y += 2;
   SeriesRows(g, y, "decode", FormatRate(s.cur_decode_tps), s.decode_tps, 2, theme::kChart);
@@ -85,10 +88,13 @@ Grid DrawOverview(const Snapshot& s, const ViewState& v, Rect r) {
   }
   const telemetry::ModelInfo& m = s.meta.model;
   int x = g.Put(0, y, "Model", theme::kLabel);
+  // Cut with "…" (at 80 columns a hybrid's dtype does not fit), not mid-word.
   g.Put(std::max(x, kLabelW), y++,
-        m.preset + "  " + FormatCount(static_cast<double>(m.params)) + " params  " +
-            std::to_string(m.layers) + " layers" + LayerMix(m) + "  " + std::to_string(m.experts) +
-            " experts top-" + std::to_string(m.top_k) + "  " + m.dtype);
+        TruncateToWidth(m.preset + "  " + FormatCount(static_cast<double>(m.params)) + " params  " +
+                            std::to_string(m.layers) + " layers" + LayerMix(m) + "  " +
+                            std::to_string(m.experts) + " experts top-" + std::to_string(m.top_k) +
+                            "  " + m.dtype,
+                        g.width() - std::max(x, kLabelW)));
   x = g.Put(0, y, "Layout", theme::kLabel);
   std::string layout = s.meta.layout + " on " + std::to_string(s.meta.devices) + " devices  KV " +
                        std::to_string(s.meta.kv_pages_per_device) + " pages/device x " +

@@ -158,9 +158,12 @@ TEST_F(ConsoleLiveSession, LostEngineMarksRunAbnormal) {
   ASSERT_THAT(live, IsOk());
   LiveSession& s = **live;
   ASSERT_TRUE(Eventually([&] { return s.collector().TakeSnapshot().conn == ConnState::kLive; }));
+  EXPECT_FALSE(s.run_over());
   pub.reset();  // the engine goes away: heartbeats stop
   ASSERT_TRUE(Eventually([&] { return s.collector().TakeSnapshot().conn == ConnState::kLost; }));
   ASSERT_TRUE(Eventually([&] { return LogHas(s, "run live-run marked abnormal: engine lost"); }));
+  EXPECT_TRUE(s.run_over());
+  EXPECT_FALSE(s.stop_seen());
   EXPECT_EQ(FinishAndReadStatus(live), "abnormal");
 }
 
@@ -177,6 +180,7 @@ TEST_F(ConsoleLiveSession, StopEventEndsRunNormally) {
   pub->Publish(stop);
   ASSERT_TRUE(Eventually([&] { return s.stop_seen(); }));
   ASSERT_TRUE(Eventually([&] { return LogHas(s, "run live-run ended"); }));
+  EXPECT_TRUE(s.run_over());
   EXPECT_EQ(FinishAndReadStatus(live), "ended");
 }
 

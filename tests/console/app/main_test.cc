@@ -209,7 +209,7 @@ TEST(ConsoleMain, UnwritableDbIsAClearMessage) {
   EXPECT_THAT(r.err, HasSubstr("cannot create folder /proc/nope"));
 }
 
-TEST(ConsoleMain, HeadlessExitsOnStopEventAndOnSigterm) {
+TEST(ConsoleMain, HeadlessExitsOnStopEventOnEngineLossAndOnSigterm) {
   TempDir dir;
   const std::string ep = "ipc://" + (dir / "pub");
   telemetry::PublisherOptions po;
@@ -236,6 +236,25 @@ TEST(ConsoleMain, HeadlessExitsOnStopEventAndOnSigterm) {
     stopper.join();
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, StartsWith("moe-console: received "));
+  }
+  {
+    // An engine that dies without its stop event: --exit-on-stop still exits
+    // once heartbeats have been missing for 5 intervals (the run is abnormal).
+    const std::string lost_ep = "ipc://" + (dir / "lost");
+    po.endpoint = lost_ep;
+    auto lost = telemetry::Publisher::Start(po, "lost-run", std::chrono::steady_clock::now());
+    ASSERT_THAT(lost, IsOk());
+    Process p(dir, {"--headless", "--exit-on-stop", "--connect", lost_ep, "--control",
+                    "ipc://" + (dir / "ctl"), "--db", dir / "lost.db"});
+    std::this_thread::sleep_for(500ms);  // heartbeats reach it: the run is live
+    lost->reset();
+    Outcome r = p.Wait();
+    EXPECT_EQ(r.code, 0) << r.err;
+    auto reader = store::Reader::Open(dir / "lost.db");
+    ASSERT_THAT(reader, IsOk());
+    auto run = (*reader)->GetRun("lost-run");
+    ASSERT_THAT(run, IsOk());
+    EXPECT_EQ(run->status, "abnormal");
   }
   {
     Process p(dir, {"--headless", "--connect", ep, "--control", "ipc://" + (dir / "ctl"), "--db",
