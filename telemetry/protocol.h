@@ -4,7 +4,7 @@
 // store, third-party clients). Mirrored entry for entry in docs/PROTOCOL.md;
 // change both in the same commit.
 //
-// Streams travel on a ZeroMQ PUB socket as two-frame messages:
+// Streams travel on a ZeroMQ XPUB socket as two-frame messages:
 //   frame 0: topic, ASCII, one of kTopic* below (consumers may prefix-filter)
 //   frame 1: UTF-8 JSON object: the envelope fields {"v","run","seq","t"} plus
 //            the stream's own fields.

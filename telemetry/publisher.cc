@@ -33,7 +33,7 @@ class Publisher::Impl {
         epoch_(epoch),
         now_us_(options.now_us),
         ctx_(1),
-        sock_(ctx_, zmq::socket_type::pub) {}
+        sock_(ctx_, zmq::socket_type::xpub) {}
 
   ~Impl() {
     {
@@ -52,10 +52,20 @@ class Publisher::Impl {
     try {
       sock_.set(zmq::sockopt::linger, kLingerMs);
       sock_.set(zmq::sockopt::sndhwm, options_.sndhwm);
+      // Refuse (EAGAIN) rather than silently discard at a subscriber's
+      // high-water mark, so every loss is counted here (publisher.h).
+      sock_.set(zmq::sockopt::xpub_nodrop, true);
+      if (options_.zmtp_heartbeat_ivl_ms > 0) {
+        sock_.set(zmq::sockopt::heartbeat_ivl, options_.zmtp_heartbeat_ivl_ms);
+        sock_.set(zmq::sockopt::heartbeat_timeout, options_.zmtp_heartbeat_timeout_ms);
+        // No heartbeat_ttl: it would arm a timer in each subscriber that
+        // fires while a slow subscriber's receive queue is full, and libzmq
+        // 4.3.x can abort on the reconnect that follows (zeromq/libzmq#3937).
+      }
       sock_.bind(options_.endpoint);
       endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
     } catch (const zmq::error_t& e) {
-      return Unavailable("cannot bind telemetry PUB socket to '" + options_.endpoint +
+      return Unavailable("cannot bind telemetry XPUB socket to '" + options_.endpoint +
                          "': " + e.what());
     }
     return Status::Ok();
@@ -126,18 +136,33 @@ class Publisher::Impl {
     ++counters_.dropped[topic];
   }
 
-  // Sender thread only. False if ZeroMQ refused the message.
+  // Sender thread only. False if ZeroMQ refused the message: with
+  // ZMQ_XPUB_NODROP, when some subscriber's queue is at the high-water mark.
   bool Send(const Message& m) {
     WireMessage w = Encode(m);
     try {
       zmq::message_t topic(w.topic.data(), w.topic.size());
       zmq::message_t body(w.body.data(), w.body.size());
-      // A PUB socket's multipart messages are atomic: if the first frame is
-      // accepted, so is the rest.
+      // The high-water mark is checked on the first frame only (a queue
+      // counts whole messages), so once the topic is accepted the body is
+      // too and a refused message never leaves half a multipart behind.
       if (!sock_.send(topic, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
       return sock_.send(body, zmq::send_flags::dontwait).has_value();
     } catch (const zmq::error_t&) {
       return false;
+    }
+  }
+
+  // Sender thread only. An XPUB socket hands (un)subscriptions to its owner;
+  // nobody here needs them (every subscriber takes all topics), but unread
+  // they would pile up, one or two per subscriber (re)connect.
+  void DrainSubscriptions() {
+    try {
+      zmq::message_t sub;
+      while (sock_.recv(sub, zmq::recv_flags::dontwait)) {
+      }
+    } catch (const zmq::error_t&) {
+      // Only ETERM/EFAULT are possible here; the socket outlives this thread.
     }
   }
 
@@ -195,6 +220,7 @@ class Publisher::Impl {
         batch.swap(queue_);
         stop = stopping_;
       }
+      DrainSubscriptions();
       const auto flush_deadline = Clock::now() + kFlushBudget;
       int64_t sent = 0;
       std::map<std::string, int64_t> dropped;
@@ -268,13 +294,19 @@ Result<std::unique_ptr<Publisher>> Publisher::Start(const PublisherOptions& opti
   if (options.heartbeat_ms <= 0 || options.meta_ms <= 0) {
     return InvalidArgument("publisher heartbeat_ms and meta_ms must be > 0");
   }
+  if (options.sndhwm < 0 || options.zmtp_heartbeat_ivl_ms < 0 ||
+      (options.zmtp_heartbeat_ivl_ms > 0 && options.zmtp_heartbeat_timeout_ms <= 0)) {
+    return InvalidArgument(
+        "publisher sndhwm and zmtp_heartbeat_ivl_ms must be >= 0, and zmtp_heartbeat_timeout_ms "
+        "> 0 when heartbeats are on");
+  }
   RETURN_IF_ERROR(
-      CheckBindSecurity("telemetry PUB socket", options.endpoint, options.curve.has_value()));
+      CheckBindSecurity("telemetry XPUB socket", options.endpoint, options.curve.has_value()));
   std::unique_ptr<Impl> impl;
   try {
     impl = std::make_unique<Impl>(options, std::move(run_id), epoch);
   } catch (const zmq::error_t& e) {
-    return Unavailable(std::string("cannot create telemetry PUB socket: ") + e.what());
+    return Unavailable(std::string("cannot create telemetry XPUB socket: ") + e.what());
   }
   RETURN_IF_ERROR(impl->Bind());
   impl->StartThread();

@@ -125,7 +125,7 @@ int Serve(int argc, char** argv) {
   CLI::App app{
       "moe-engine: serve a Mixture-of-Experts model over P virtual devices (expert parallel\n"
       "MoE, data-parallel attention) with a built-in workload (--workload) and an\n"
-      "OpenAI-compatible HTTP API (--http-port); telemetry on a ZeroMQ PUB socket, commands\n"
+      "OpenAI-compatible HTTP API (--http-port); telemetry on a ZeroMQ XPUB socket, commands\n"
       "on a ROUTER socket. `moe-engine serve` is the same; see `moe-engine bench --help`.",
       "moe-engine"};
   std::string model = "tiny", telemetry = "tcp://127.0.0.1:5555", control = "tcp://127.0.0.1:5556",
@@ -149,7 +149,8 @@ int Serve(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--seed", seed, "weights and workload seed")->capture_default_str();
-  app.add_option("--telemetry", telemetry, "PUB endpoint for the streams")->capture_default_str();
+  app.add_option("--telemetry", telemetry, "XPUB endpoint for the streams (SUB clients connect)")
+      ->capture_default_str();
   app.add_option("--control", control, "ROUTER endpoint for commands")->capture_default_str();
   app.add_option("--trace", trace, "trace level")
       ->check(CLI::IsMember({"off", "summary", "full"}))

@@ -80,7 +80,7 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
   app.add_option("--speed", live_speed, "--live: simulated seconds per real second (0: flat out)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--telemetry", telemetry, "--live: PUB endpoint")->capture_default_str();
+  app.add_option("--telemetry", telemetry, "--live: XPUB endpoint")->capture_default_str();
   app.add_option("--control", control, "--live: ROUTER endpoint")->capture_default_str();
   app.add_option("--log-level", log_level, "log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

@@ -7,12 +7,51 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
 import zmq
+
+
+class Tmux:
+    """A tmux server of one's own (its socket under `tmp`), one session "sy"."""
+
+    def __init__(self, tmp):
+        self.sock = os.path.join(tmp, "tmux.sock")
+
+    def run(self, *args, check=True):
+        return subprocess.run(["tmux", "-S", self.sock, *args], check=check,
+                              capture_output=True, text=True)
+
+    def screen(self):
+        r = self.run("capture-pane", "-p", "-t", "sy", check=False)
+        return r.stdout if r.returncode == 0 else ""
+
+    def keys(self, *keys):
+        self.run("send-keys", "-t", "sy", *keys)
+
+    def alive(self):
+        return self.run("has-session", "-t", "sy", check=False).returncode == 0
+
+
+def query(db, sql, args=()):
+    """A fresh read-only connection, as any reader beside the Writer (WAL)."""
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+def query_or_none(db, sql, args=()):
+    """query(), or None while the file is missing or not yet migrated."""
+    try:
+        return query(db, sql, args) if os.path.exists(db) else None
+    except sqlite3.Error:
+        return None
 
 
 def free_port():

@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import sys
-import time
 
 import zmq
 

@@ -20,25 +20,6 @@ import harness  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-class Tmux:
-    def __init__(self, tmp):
-        self.sock = os.path.join(tmp, "tmux.sock")
-
-    def run(self, *args, check=True):
-        return subprocess.run(["tmux", "-S", self.sock, *args], check=check,
-                              capture_output=True, text=True)
-
-    def screen(self):
-        r = self.run("capture-pane", "-p", "-t", "sy", check=False)
-        return r.stdout if r.returncode == 0 else ""
-
-    def keys(self, *keys):
-        self.run("send-keys", "-t", "sy", *keys)
-
-    def alive(self):
-        return self.run("has-session", "-t", "sy", check=False).returncode == 0
-
-
 def wait_screen(tmux, pattern, timeout, what):
     try:
         return harness.wait_for(lambda: re.search(pattern, tmux.screen()), timeout, what)
@@ -54,7 +35,7 @@ def main():
     env = dict(os.environ, SWITCHYARD_TELEMETRY=tel, SWITCHYARD_CONTROL=ctl, SWITCHYARD_DB=db,
                SWITCHYARD_BUILD_DIR=harness.build_dir(), SWITCHYARD_NO_BUILD="1",
                XDG_DATA_HOME=tmp, TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8")
-    tmux = Tmux(tmp)
+    tmux = harness.Tmux(tmp)
     cmd = f"{ROOT}/scripts/run --rate 30 --http-port 0; echo SCRIPT-EXIT=$?; sleep 30"
     subprocess.run(["tmux", "-S", tmux.sock, "new-session", "-d", "-s", "sy", "-x", "80",
                     "-y", "24", cmd], check=True, env=env)
