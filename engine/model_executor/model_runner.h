@@ -257,6 +257,16 @@ class ModelRunner {
   // after a failure, and one over the used state each way.
   virtual Result<SwitchStats> SwitchParallelism(ParallelMode target,
                                                 const FaultPlan* fault = nullptr) = 0;
+  // Seed 003 §7.1's capacity check, before a switch is started: OK when
+  // `target` can hold every resident request's KV pages and state slots,
+  // else FAILED_PRECONDITION saying which device overflows (what
+  // SwitchParallelism would refuse with). This runner's pools hold the same
+  // pages in both readings, so always OK here; the sim's TP layout holds
+  // fewer when KV heads are replicated (engine/sim/sim_runner.h).
+  virtual Status CheckLayoutCapacity(ParallelMode target) const {
+    (void)target;
+    return Status::Ok();
+  }
   // Runner thread, between steps: carries out re-homed requests' copies
   // (Scheduler::Rehome, engine/scheduler/rehome.h) in either layout
   // (parallel_switch.h MoveRequestState). INVALID_ARGUMENT, nothing

@@ -8,7 +8,8 @@ KvPool::KvPool(const KvPoolOptions& options)
     : options_(options),
       entries_(options.latent_dim > 0 ? 1 : 2),
       row_(options.latent_dim > 0 ? options.latent_dim
-                                  : static_cast<int64_t>(options.kv_heads) * options.head_dim) {
+                                  : static_cast<int64_t>(options.kv_heads) * options.head_dim),
+      capacity_(options.num_pages) {
   assert(options.num_pages > 0 && options.page_size > 0 && options.layers > 0 && row_ > 0);
   if (options.allocate_storage) {
     storage_.assign(static_cast<size_t>(options.num_pages) * options.layers * entries_ *
@@ -38,7 +39,20 @@ void KvPool::Free(const std::vector<int32_t>& pages) {
     assert(p >= 0 && p < options_.num_pages);
     free_.push_back(p);
   }
-  assert(free_pages() <= num_pages() && "page freed twice");
+  assert(static_cast<int>(free_.size()) <= num_pages() && "page freed twice");
+}
+
+Status KvPool::SetCapacity(int pages) {
+  if (pages < 1 || pages > num_pages()) {
+    return InvalidArgument("KV pool capacity must be in [1, " + std::to_string(num_pages()) +
+                           "], got " + std::to_string(pages));
+  }
+  if (used_pages() > pages) {
+    return FailedPrecondition("KV pool has " + std::to_string(used_pages()) +
+                              " pages in use, more than a capacity of " + std::to_string(pages));
+  }
+  capacity_ = pages;
+  return Status::Ok();
 }
 
 std::vector<int32_t> KvPool::UsedPages() const {

@@ -66,8 +66,19 @@ class KvPool {
 
   int num_pages() const { return options_.num_pages; }
   int page_size() const { return options_.page_size; }
-  int free_pages() const { return static_cast<int>(free_.size()); }
-  int used_pages() const { return num_pages() - free_pages(); }
+  // Pages Allocate may still hand out: capacity() less the used ones.
+  int free_pages() const { return capacity_ - used_pages(); }
+  int used_pages() const { return num_pages() - static_cast<int>(free_.size()); }
+
+  // How many pages may be used at once; num_pages() unless lowered. A
+  // layout that holds the same pages with more bytes per device (the
+  // simulated TP layout replicating KV heads when they are fewer than the
+  // devices, engine/sim/sim_runner.h) lowers it, so the scheduler, which
+  // admits by free_pages(), cannot overfill the device. INVALID_ARGUMENT
+  // unless 1 <= pages <= num_pages(); FAILED_PRECONDITION (unchanged) if
+  // more than `pages` are in use.
+  Status SetCapacity(int pages);
+  int capacity() const { return capacity_; }
   static int PagesFor(int tokens, int page_size) { return (tokens + page_size - 1) / page_size; }
 
   // Ids of pages handed out and not freed, ascending.
@@ -117,6 +128,7 @@ class KvPool {
   int entries_ = 2;  // rows per token per layer: K and V, or the latent
   int64_t row_ = 0;  // floats per unsharded row: kv_heads * head_dim, or latent_dim
   int shards_ = 1;
+  int capacity_ = 0;  // <= num_pages
   std::vector<float> storage_;
   std::vector<int32_t> free_;  // LIFO free list
 };

@@ -275,9 +275,13 @@ void Engine::ObservePolicy() {
   obs.waiting = scheduler_->waiting();
   obs.layout = ToPolicy(runner_->parallel_mode());
   obs.transition_in_progress = applier_ && applier_->busy();
-  // Attention stays data-parallel in both layouts, so every request's KV
-  // and state stay where they are: the other layout always holds them.
-  obs.other_layout_fits = true;
+  // Seed 003 §7.1: the other layout must hold every resident request's KV
+  // (the sim's TP replicates KV heads when they are fewer than the devices).
+  obs.other_layout_fits =
+      runner_
+          ->CheckLayoutCapacity(obs.layout == PolicyLayout::kTp ? ParallelMode::kEP
+                                                                : ParallelMode::kTP)
+          .ok();
   obs.rollout = options_.workload.kind == WorkloadKind::kRollout;
   const Decision d = policy_->Observe(obs);
   last_decision_ = d;

@@ -111,6 +111,17 @@ Result<Scenario> ParseScenarioJson(const std::string& text, const std::string& s
     RETURN_IF_ERROR(Get(e, "max_seq", &s.max_seq, where));
     RETURN_IF_ERROR(Get(e, "dtype", &s.dtype, where));
     RETURN_IF_ERROR(Get(e, "overlap", &s.overlap, where));
+    RETURN_IF_ERROR(Get(e, "memory_fraction", &s.memory_fraction, where));
+    RETURN_IF_ERROR(Get(e, "attention_tp", &s.attention_tp, where));
+    RETURN_IF_ERROR(Get(e, "state_slots", &s.state_slots, where));
+    RETURN_IF_ERROR(Get(e, "prefix_cache", &s.prefix_cache, where));
+    if (s.attention_tp < 1 || s.devices % s.attention_tp != 0) {
+      return InvalidArgument(where + ": \"attention_tp\" must divide \"devices\"");
+    }
+    if (s.state_slots < 1) return InvalidArgument(where + ": \"state_slots\" must be >= 1");
+    if (!(s.memory_fraction > 0 && s.memory_fraction <= 1)) {
+      return InvalidArgument(where + ": \"memory_fraction\" must be in (0, 1]");
+    }
   }
   if (j.contains("routing")) {
     const json& r = j["routing"];
@@ -173,6 +184,7 @@ Result<EngineOptions> ScenarioEngineOptions(const Scenario& s, const std::string
   EngineOptions o;
   o.runner.devices = s.devices;
   o.runner.seed = run.seed;
+  o.runner.state_slots_per_device = s.state_slots;
   o.redundant_experts = s.redundant_experts;
   SimFlags f;
   f.backend = "sim";
@@ -186,6 +198,8 @@ Result<EngineOptions> ScenarioEngineOptions(const Scenario& s, const std::string
   f.routing_drift_s = s.routing.drift_period_s;
   f.routing_drift_fraction = s.routing.drift_fraction;
   f.max_seq = s.max_seq;
+  f.memory_fraction = s.memory_fraction;
+  f.attention_tp = s.attention_tp;
   RETURN_IF_ERROR(ApplySimFlags(f, s.model, run.seed, &o));
   o.workload = std::move(w.options);
   o.workload.seed = run.seed;
@@ -193,6 +207,7 @@ Result<EngineOptions> ScenarioEngineOptions(const Scenario& s, const std::string
   o.exit_when_done = true;
   o.scheduler.max_running = s.max_running;
   o.scheduler.max_batch_tokens = s.max_batch_tokens;
+  o.scheduler.prefix_cache = s.prefix_cache;
   o.max_queue = std::max(o.max_queue, s.max_running);
   o.publisher.endpoint = run.telemetry;
   o.control_endpoint = run.control;

@@ -41,7 +41,9 @@ double PhaseResult::Value() const {
 void ScenarioRecorder::OnStep(const telemetry::Step& step) {
   steps_.push_back({.end_us = step.start_us + step.dur_us,
                     .tokens = step.generated_total - last_generated_,
-                    .balancedness = -1});
+                    .balancedness = -1,
+                    .running = step.running,
+                    .waiting = step.waiting});
   last_generated_ = step.generated_total;
 }
 
@@ -120,6 +122,8 @@ VariantResult ScenarioRecorder::Finish(const std::string& variant,
       if (s.end_us < from || s.end_us >= to) continue;
       phase_tokens += s.tokens;
       if (s.balancedness >= 0) bal.push_back(s.balancedness);
+      ph.running_max = std::max(ph.running_max, s.running);
+      ph.waiting_max = std::max(ph.waiting_max, s.waiting);
     }
     const double secs = static_cast<double>(to - from) / 1e6;
     ph.output_tok_s = secs > 0 ? static_cast<double>(phase_tokens) / secs : 0;
@@ -194,14 +198,15 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
     os << "\nphase " << p + 1 << " " << h.name << " [" << Fmt("%.0f", h.start_s) << "s, "
        << Fmt("%.0f", h.end_s) << "s)  metric: " << h.metric << "\n";
     os << "  variant   reqs  TTFT mean    p50     p99 ms  TPOT mean   p50   p99 ms  out tok/s  "
-          "balanced\n";
+          "balanced  run max  wait max\n";
     for (const VariantResult& r : results) {
       const PhaseResult& x = r.phases[p];
       os << "  " << r.variant << std::string(8 - std::min<size_t>(8, r.variant.size()), ' ')
          << Fmt("%6.0f", x.requests) << Fmt("%11.0f", x.ttft_mean_ms) << Fmt("%8.0f", x.ttft_p50_ms)
          << Fmt("%8.0f", x.ttft_p99_ms) << Fmt("%11.1f", x.tpot_mean_ms)
          << Fmt("%6.1f", x.tpot_p50_ms) << Fmt("%6.1f", x.tpot_p99_ms)
-         << Fmt("%11.0f", x.output_tok_s) << Fmt("%10.3f", x.balancedness) << "\n";
+         << Fmt("%11.0f", x.output_tok_s) << Fmt("%10.3f", x.balancedness)
+         << Fmt("%9.0f", x.running_max) << Fmt("%10.0f", x.waiting_max) << "\n";
     }
     if (p < ratio.size()) {
       const VariantResult* tp = nullptr;

@@ -51,6 +51,15 @@ void AddSimFlags(CLI::App& app, SimFlags* f, const CLI::Option* kv_pages) {
                  "sim: share of experts that change rank at each drift")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app.add_option("--sim-memory-fraction", f->memory_fraction,
+                 "sim: share of HBM for weights and KV cache (the rest: activations)")
+      ->check(CLI::Range(0.05, 1.0))
+      ->capture_default_str();
+  app.add_option("--sim-attention-tp", f->attention_tp,
+                 "sim: EP layout: attention tensor parallel within groups of this many devices "
+                 "(data parallel across groups)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   app.add_option("--sim-max-seq", f->max_seq, "sim: longest request (prompt + output) in tokens")
       ->check(CLI::Range(2, 1 << 22))
       ->capture_default_str();
@@ -74,6 +83,7 @@ Status ApplySimFlags(const SimFlags& f, const std::string& model, uint64_t seed,
       f.overlap == "hide-comm" ? costmodel::Overlap::kHideComm : costmodel::Overlap::kSerial;
   sim.efficiency = {
       .compute = f.efficiency_compute, .hbm = f.efficiency_hbm, .link = f.efficiency_link};
+  sim.attention_tp = f.attention_tp;
   sim.routing = {.skew = f.routing_skew,
                  .drift_period_s = f.routing_drift_s,
                  .drift_fraction = f.routing_drift_fraction,
@@ -82,7 +92,8 @@ Status ApplySimFlags(const SimFlags& f, const std::string& model, uint64_t seed,
   const bool sized_by_operator = f.kv_pages_option != nullptr && f.kv_pages_option->count() > 0;
   if (!sized_by_operator) {
     ASSIGN_OR_RETURN(o->runner.kv_pages_per_device,
-                     SimKvPagesPerDevice(sim, o->runner.devices, o->runner.page_size));
+                     SimKvPagesPerDevice(sim, o->runner.devices, o->runner.page_size,
+                                         1 - f.memory_fraction, o->runner.state_slots_per_device));
   }
   o->runner.checkpoint = nullptr;
   o->sim = std::move(sim);

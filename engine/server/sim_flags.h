@@ -31,6 +31,13 @@ struct SimFlags {
   double routing_drift_s = 10;
   double routing_drift_fraction = 0.1;
   int max_seq = 32768;
+  // Share of each device's HBM for weights and the KV cache (SGLang's
+  // mem_fraction_static); the rest is left for activations. Seed 003 §9.1
+  // serves with 0.85.
+  double memory_fraction = 0.9;
+  // EP layout: attention tensor parallel within groups of this many devices
+  // (SimOptions::attention_tp; seed 000: 4).
+  int attention_tp = 1;
   // Set by AddSimFlags: whether --kv-pages was given (else the sim sizes the
   // pool from HBM left after the weights).
   const CLI::Option* kv_pages_option = nullptr;

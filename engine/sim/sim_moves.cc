@@ -191,10 +191,52 @@ Status SimRunner::CheckSwitch() const {
   return Status::Ok();
 }
 
+int SimRunner::AttentionDevices(ParallelMode mode) const {
+  return mode == ParallelMode::kTP ? options_.devices : sim_.attention_tp;
+}
+
+int SimRunner::KvSplit(ParallelMode mode) const {
+  return static_cast<int>(
+      costmodel::AttentionTermsOf(sim_.model, sim_.model.attention, AttentionDevices(mode))
+          .cache_split);
+}
+
+int SimRunner::KvCapacity(ParallelMode mode) const {
+  // Each of the T attention devices holds 1/split of every page of the T
+  // homes (split = the devices the cache is split over, as the step is
+  // priced), so the same bytes per device hold split/T pages per home.
+  const int64_t pages = options_.kv_pages_per_device;
+  return std::max(1, static_cast<int>(pages * KvSplit(mode) / AttentionDevices(mode)));
+}
+
+Status SimRunner::CheckLayoutCapacity(ParallelMode target) const {
+  const int cap = KvCapacity(target), p = options_.devices, split = KvSplit(target);
+  const int t = AttentionDevices(target);
+  const std::string layout(ParallelModeName(target));
+  for (int d = 0; d < p; ++d) {
+    const int used = kv_[d]->used_pages();
+    if (used <= cap) continue;
+    std::string why;
+    if (split < t) {
+      why = " (attention over " + std::to_string(t) + " devices splits the KV cache over " +
+            std::to_string(split) + ", so each of them holds a copy of 1/" + std::to_string(split) +
+            " of every request's KV)";
+    }
+    return FailedPrecondition("the " + layout + " layout cannot hold the resident KV: device " +
+                              std::to_string(d) + " uses " + std::to_string(used) +
+                              " KV pages and " + layout + " holds " + std::to_string(cap) +
+                              " per device" + why);
+  }
+  return Status::Ok();
+}
+
 Result<SwitchStats> SimRunner::SwitchParallelism(ParallelMode target, const FaultPlan* fault) {
   const ParallelMode from = mode_;
   if (from == target) return SwitchStats{.from = from, .to = target};
   RETURN_IF_ERROR(CheckSwitch());
+  if (Status s = CheckLayoutCapacity(target); !s.ok()) {
+    return FailedPrecondition("cannot switch parallelism: " + s.message());
+  }
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (staging_ == Staging::kStaged) {
@@ -268,6 +310,7 @@ Result<SwitchStats> SimRunner::SwitchParallelism(ParallelMode target, const Faul
     for (int d = 0; d < p; ++d) {
       (void)kv_[d]->SetShards(shards);
       (void)state_[d]->SetShards(shards);
+      (void)kv_[d]->SetCapacity(KvCapacity(target));  // checked above
     }
     mode_ = target;
     ++reshards_;

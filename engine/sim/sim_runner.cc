@@ -134,9 +134,14 @@ Result<ModelConfig> SimModelConfig(const costmodel::ModelSpec& spec, int max_seq
   return c;
 }
 
-Result<int> SimKvPagesPerDevice(const SimOptions& sim, int devices, int page_size, double reserve) {
-  if (devices < 1 || page_size < 1) {
-    return InvalidArgument("sim: devices and page_size must be >= 1");
+Result<int> SimKvPagesPerDevice(const SimOptions& sim, int devices, int page_size, double reserve,
+                                int state_slots) {
+  if (devices < 1 || page_size < 1 || state_slots < 0) {
+    return InvalidArgument("sim: devices and page_size must be >= 1, state_slots >= 0");
+  }
+  if (sim.attention_tp < 1 || devices % sim.attention_tp != 0) {
+    return InvalidArgument("sim: attention_tp " + std::to_string(sim.attention_tp) +
+                           " must be >= 1 and divide the " + std::to_string(devices) + " devices");
   }
   if (!(reserve >= 0 && reserve < 1)) {
     return InvalidArgument("sim: reserve must be in [0, 1), got " + std::to_string(reserve));
@@ -146,17 +151,26 @@ Result<int> SimKvPagesPerDevice(const SimOptions& sim, int devices, int page_siz
   costmodel::StepOptions o;
   o.tokens = 1;
   o.devices = devices;
+  o.tp = sim.attention_tp;  // attention weights 1/T per device
   o.weight_dtype = sim.weight_dtype;
   ASSIGN_OR_RETURN(costmodel::StepCost cost, costmodel::EstimateStep(sim.hardware, sim.model, o));
   const double capacity = sim.hardware.hbm_capacity() * (1 - reserve);
-  const double free_bytes = capacity - cost.weight_bytes_per_device;
+  double state_bytes = 0;
+  if (state_slots > 0 && sim.model.linear_layers() > 0) {
+    const costmodel::AttentionTerms l =
+        costmodel::AttentionTermsOf(sim.model, sim.model.linear, sim.attention_tp);
+    state_bytes = double(state_slots) * sim.attention_tp / l.cache_split *
+                  sim.model.linear_layers() * l.state_bytes_per_seq;
+  }
+  const double free_bytes = capacity - cost.weight_bytes_per_device - state_bytes;
   if (!(free_bytes > 0)) {
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof(buf),
-                  "sim: model '%s' needs %.1f GB of weights per device on %d devices, more than "
-                  "the %.1f GB of '%s' HBM left after a %.0f%% reserve",
-                  sim.model.name.c_str(), cost.weight_bytes_per_device / 1e9, devices,
-                  capacity / 1e9, sim.hardware.name.c_str(), reserve * 100);
+                  "sim: model '%s' needs %.1f GB of weights and %.1f GB of recurrent state "
+                  "(%d slots) per device on %d devices, more than the %.1f GB of '%s' HBM left "
+                  "after a %.0f%% reserve",
+                  sim.model.name.c_str(), cost.weight_bytes_per_device / 1e9, state_bytes / 1e9,
+                  state_slots, devices, capacity / 1e9, sim.hardware.name.c_str(), reserve * 100);
     return InvalidArgument(buf);
   }
   const costmodel::AttentionTerms a =
@@ -176,6 +190,11 @@ Result<std::unique_ptr<ModelRunner>> CreateSimRunner(const ModelConfig& config,
   }
   for (double f : {sim.efficiency.compute, sim.efficiency.hbm, sim.efficiency.link}) {
     if (!(f > 0 && f <= 1)) return InvalidArgument("sim: efficiency factors must be in (0, 1]");
+  }
+  if (sim.attention_tp < 1 || options.devices % sim.attention_tp != 0) {
+    return InvalidArgument("sim: attention_tp " + std::to_string(sim.attention_tp) +
+                           " must be >= 1 and divide the " + std::to_string(options.devices) +
+                           " devices");
   }
   if (!std::isfinite(sim.step_overhead_us) || sim.step_overhead_us < 0) {
     return InvalidArgument("sim: step_overhead_us must be finite and >= 0");
@@ -246,6 +265,8 @@ SimRunner::SimRunner(const ModelConfig& config, const ModelRunnerOptions& option
       po.head_dim = config.head_dim;
     }
     kv_.push_back(std::make_unique<KvPool>(po));
+    // Attention groups replicating the cache hold fewer pages per home.
+    (void)kv_.back()->SetCapacity(KvCapacity(ParallelMode::kEP));
     StatePoolOptions so{
         .slots = options.state_slots_per_device,
         .layers = config.linear_layers(),

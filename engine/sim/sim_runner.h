@@ -47,6 +47,17 @@
 // kv_heads divides P but is smaller (Qwen3-235B: 4 KV heads, 8 GPUs) may
 // switch to TP, each KV head held by P / kv_heads devices, as the cost model
 // prices it (the CPU runner's pools need P | kv_heads).
+// KV capacity: kv_pages_per_device counts whole pages (every KV head, the
+// whole latent) that a device's KV bytes hold; SimKvPagesPerDevice sizes it
+// from the HBM. Attention over T devices (TP: T = P; EP: T = attention_tp)
+// gives each of them 1/split of every page of the T homes, split being the
+// devices the cache is split over as the step is priced (min(T, kv_heads)
+// for MHA, 1 for an MLA latent): when split < T each part is replicated
+// T / split times and a home's pool may hold only split/T of its pages
+// (KvPool::SetCapacity), which the scheduler's admission and decode growth
+// obey through free_pages(). CheckLayoutCapacity (seed 003 §7.1) and
+// SwitchParallelism refuse a layout whose capacity a device's used pages
+// exceed (FAILED_PRECONDITION, nothing changed).
 // Logits: FAILED_PRECONDITION ("the sim backend computes no logits").
 // expert_buffer(): nullptr (there are no weights).
 //
@@ -78,6 +89,13 @@ struct SimOptions {
   // docs/SIMULATION.md); 1.0 everywhere gives the seeds' lower bounds.
   costmodel::Efficiency efficiency = {.compute = 0.6, .hbm = 0.8, .link = 0.7};
   costmodel::Overlap overlap = costmodel::Overlap::kSerial;
+  // EP layout: attention tensor parallel within groups of this many devices
+  // and data parallel across the P / attention_tp groups (seed 000's
+  // tp = ep = 32, dp = 8 on TPU v7x: attention_tp 4): a request's attention
+  // runs on its home's group, 1/T of its FLOPs and of the attention weights
+  // on each member, then an all-reduce within the group. 1: plain data-
+  // parallel attention. REQUIRES: divides the devices.
+  int attention_tp = 1;
   RoutingModelOptions routing = {};
   // Host time per step outside the kernels (scheduling, sampling launch).
   double step_overhead_us = 200;
@@ -91,12 +109,18 @@ struct SimOptions {
 // (eos = vocab - 1). INVALID_ARGUMENT if the spec is invalid or max_seq < 2.
 Result<ModelConfig> SimModelConfig(const costmodel::ModelSpec& spec, int max_seq);
 
-// KV pages of `page_size` tokens per device that fit in the hardware's HBM
-// after the device's share of the weights (under EP: its experts plus the
-// replicated rest), keeping `reserve` of the capacity for activations.
+// KV pages of `page_size` tokens per device (EP layout: every KV head) that
+// fit in the hardware's HBM after the device's share of the weights (under
+// EP: its experts plus the replicated rest; the same weights stay resident
+// in TP, as Moebius keeps both layouts' attention), keeping `reserve` of the
+// capacity for activations (seed 003 §9.1 serves with a 0.85 memory
+// fraction: reserve 0.15).
 // INVALID_ARGUMENT (with both sizes) when the weights alone do not fit.
+// `state_slots` recurrent-state slots per device (models with linear-
+// attention layers) are paid first: each of the attention_tp devices of a
+// group holds 1/split of every slot of the group's homes (fp32 state).
 Result<int> SimKvPagesPerDevice(const SimOptions& sim, int devices, int page_size,
-                                double reserve = 0.1);
+                                double reserve = 0.1, int state_slots = 0);
 
 // INVALID_ARGUMENT if sim.clock is null, the hardware or model spec is
 // invalid, the model has no routed experts, or for the ModelRunnerOptions

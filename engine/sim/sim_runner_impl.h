@@ -44,6 +44,7 @@ class SimRunner final : public ModelRunner {
   SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
   ParallelMode parallel_mode() const override { return mode_; }
   Result<SwitchStats> SwitchParallelism(ParallelMode target, const FaultPlan* fault) override;
+  Status CheckLayoutCapacity(ParallelMode target) const override;
   Status MoveRequestState(const std::vector<StateMove>& moves) override;
   const SwitchStats& last_switch() const override { return last_switch_; }
   const UnifiedExpertBuffer* expert_buffer(int) const override { return nullptr; }
@@ -60,6 +61,13 @@ class SimRunner final : public ModelRunner {
   double SlotBytes() const;
   // Advances the clock by `ms` of simulated pause.
   void Pause(double ms);
+  // Devices a request's attention runs on in `mode` (TP: P; EP:
+  // attention_tp), the devices its KV cache is split over there (the cost
+  // model's cache_split: min(T, kv_heads) for MHA, 1 for an MLA latent),
+  // and the KV pages a device's pool may hold (sim_runner.h "KV capacity").
+  int AttentionDevices(ParallelMode mode) const;
+  int KvSplit(ParallelMode mode) const;
+  int KvCapacity(ParallelMode mode) const;
 
   const ModelConfig config_;
   const ModelRunnerOptions options_;

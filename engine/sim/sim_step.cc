@@ -26,6 +26,9 @@ StepPricer::StepPricer(const SimOptions& sim, const ModelConfig& config, int dev
   full_tp_ = costmodel::AttentionTermsOf(spec_, spec_.attention, devices);
   linear_ = costmodel::AttentionTermsOf(spec_, spec_.linear, 1);
   linear_tp_ = costmodel::AttentionTermsOf(spec_, spec_.linear, devices);
+  attn_tp_ = std::max(1, sim.attention_tp);
+  full_group_ = costmodel::AttentionTermsOf(spec_, spec_.attention, attn_tp_);
+  linear_group_ = costmodel::AttentionTermsOf(spec_, spec_.linear, attn_tp_);
   expert_bytes_ = 3.0 * spec_.hidden * spec_.expert_inter * costmodel::DtypeBytes(sim.weight_dtype);
   dispatch_row_bytes_ = spec_.hidden * kActivationBytes;  // bf16 rows out and back
   names_[kAttnFull] = costmodel::AttentionKernelName(spec_.attention);
@@ -42,21 +45,18 @@ StepPricer::StepPricer(const SimOptions& sim, const ModelConfig& config, int dev
 }
 
 // The cost model's attention kernel (cost_model.cc Attention) for one
-// device: under EP the device's own seqs at full weights; under TP its 1/P
-// of every seq, weights / P, the cache split over cache_split devices.
+// device: 1/parts of the load's FLOPs and weights (parts 1: the device's own
+// seqs at full weights under EP), the cache split over cache_split devices.
 StepPricer::Cost StepPricer::Attention(const costmodel::AttentionTerms& a, const DeviceLoad& l,
-                                       bool tp, double total_tokens, double total_seqs,
-                                       double total_keys, double total_kv_tokens) const {
-  const double tokens = tp ? total_tokens : l.tokens;
+                                       int parts) const {
+  const double tokens = l.tokens;
   if (tokens <= 0) return {};
-  const double seqs = tp ? total_seqs : l.seqs, keys = tp ? total_keys : l.keys;
-  const double kv_tokens = tp ? total_kv_tokens : l.kv_tokens;
-  const double p = tp ? devices_ : 1;
+  const double p = parts;
   Cost c;
-  c.flops = (tokens * 2 * a.params + a.score_per_key * keys + a.score_per_token * tokens) / p;
+  c.flops = (tokens * 2 * a.params + a.score_per_key * l.keys + a.score_per_token * tokens) / p;
   const double weights = a.params * kActivationBytes / p;
-  const double cache = a.state_bytes_per_seq > 0 ? 2 * seqs * a.state_bytes_per_seq
-                                                 : kv_tokens * a.kv_bytes_per_token;
+  const double cache = a.state_bytes_per_seq > 0 ? 2 * l.seqs * a.state_bytes_per_seq
+                                                 : l.kv_tokens * a.kv_bytes_per_token;
   const double act = cache / a.cache_split + 2 * tokens * spec_.hidden * kActivationBytes;
   c.bytes = weights + act;
   c.tokens = tokens;
@@ -103,22 +103,49 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
   const double h = spec_.hidden, E = spec_.experts, K = spec_.top_k;
   StepTiming out;
 
-  double N = 0, S = 0, keys = 0, kv_tokens = 0;
-  for (const DeviceLoad& l : loads) {
-    N += l.tokens;
-    S += l.seqs;
-    keys += l.keys;
-    kv_tokens += l.kv_tokens;
+  // Attention groups: one of all P devices (TP), groups of attn_tp_ (EP).
+  const int group_size = tp ? P : attn_tp_;
+  group_.assign(P / group_size, DeviceLoad{});
+  for (int d = 0; d < P; ++d) {
+    DeviceLoad& g = group_[d / group_size];
+    g.tokens += loads[d].tokens;
+    g.seqs += loads[d].seqs;
+    g.keys += loads[d].keys;
+    g.kv_tokens += loads[d].kv_tokens;
+    g.logit_rows += loads[d].logit_rows;
   }
+  double N = 0, largest_group = 0;
+  for (const DeviceLoad& g : group_) {
+    N += g.tokens;
+    largest_group = std::max(largest_group, g.tokens);
+  }
+  const costmodel::AttentionTerms& full_terms = tp               ? full_tp_
+                                                : group_size > 1 ? full_group_
+                                                                 : full_;
+  const costmodel::AttentionTerms& linear_terms = tp               ? linear_tp_
+                                                  : group_size > 1 ? linear_group_
+                                                                   : linear_;
   // Layer-invariant kernels, once per step.
   for (auto* v : {&attn_full_, &attn_lin_, &router_, &shared_, &dense_, &lm_}) v->assign(P, {});
   const double shared_inter = double(spec_.shared_experts) * spec_.shared_inter;
+  // What the MoE side of device d sees: its home seqs' tokens, or under EP
+  // with attention groups 1/T of its group's (the attention output is
+  // reduce-scattered over the group, sequence parallel, as seed 000's
+  // sp-rs deployment runs it).
+  const bool sequence_parallel = !tp && group_size > 1;
+  moe_load_.resize(P);
   for (int d = 0; d < P; ++d) {
-    const DeviceLoad& l = loads[d];
-    attn_full_[d] = Attention(tp ? full_tp_ : full_, l, tp, N, S, keys, kv_tokens);
-    if (config_.linear_layers() > 0) {
-      attn_lin_[d] = Attention(tp ? linear_tp_ : linear_, l, tp, N, S, keys, kv_tokens);
-    }
+    moe_load_[d] = loads[d];
+    if (!sequence_parallel) continue;
+    const DeviceLoad& g = group_[d / group_size];
+    moe_load_[d].tokens = g.tokens / group_size;
+    moe_load_[d].logit_rows = g.logit_rows / group_size;
+  }
+  for (int d = 0; d < P; ++d) {
+    const DeviceLoad& l = moe_load_[d];
+    const DeviceLoad& g = group_size > 1 ? group_[d / group_size] : loads[d];
+    attn_full_[d] = Attention(full_terms, g, group_size);
+    if (config_.linear_layers() > 0) attn_lin_[d] = Attention(linear_terms, g, group_size);
     const double n = l.tokens;
     if (n <= 0) continue;
     auto price = [&](Cost* c, double flops, double weights, double act) {
@@ -167,6 +194,11 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
   const double ring = 2.0 * (P - 1) / P;
   const double allreduce_bytes = N * h * kActivationBytes;
   const double allreduce_us = costmodel::LinkSeconds(rates_, allreduce_bytes, ring) * kUs;
+  // The attention all-reduce within each group (all P devices under TP);
+  // groups reduce at once, the largest one sets the time.
+  const double group_ring = 2.0 * (group_size - 1) / group_size;
+  const double attn_reduce_bytes = largest_group * h * kActivationBytes;
+  const double attn_reduce_us = costmodel::LinkSeconds(rates_, attn_reduce_bytes, group_ring) * kUs;
 
   for (int layer = 0; layer < config_.layers; ++layer) {
     const bool full = config_.is_full_attention(layer);
@@ -176,8 +208,8 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
       Emit(d, layer, full ? kAttnFull : kAttnLinear, t_[d], t_[d] + attn[d].us, attn[d]);
       t_[d] += attn[d].us;
     }
-    if (tp && N > 0) {
-      collective(layer, kAttnAllReduce, allreduce_us, nullptr, allreduce_bytes, ring / 2);
+    if (group_size > 1 && N > 0) {
+      collective(layer, kAttnAllReduce, attn_reduce_us, nullptr, attn_reduce_bytes, group_ring / 2);
     }
     if (!config_.is_moe(layer)) {
       for (int d = 0; d < P; ++d) {
@@ -233,7 +265,7 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
     double a2a_us = 0;
     if (!tp && P > 1) {
       for (int d = 0; d < P; ++d) {
-        link[d] = std::max(loads[d].tokens * K, rows_[d]) * dispatch_row_bytes_;
+        link[d] = std::max(moe_load_[d].tokens * K, rows_[d]) * dispatch_row_bytes_;
         a2a_us = std::max(a2a_us, costmodel::LinkSeconds(rates_, link[d], hops_) * kUs);
       }
     }

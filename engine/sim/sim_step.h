@@ -5,8 +5,10 @@
 // kernels with the cost model's formulas (engine/costmodel/kernels.h) from
 // what that device does in the step, and lays them out per device:
 //
-//   per layer:  attention (DP under EP: the device's home seqs; TP: 1/P of
-//               every seq) -> [TP: attention all-reduce] -> router -> dispatch
+//   per layer:  attention (DP under EP: the device's home seqs, or with
+//               SimOptions::attention_tp = T, 1/T of its group's seqs; TP:
+//               1/P of every seq) -> [TP, or T > 1: attention all-reduce over
+//               the P or T devices] -> router -> dispatch
 //               -> expert_ffn -> combine -> shared_expert   (MoE layer)
 //               or dense_ffn                                  (dense layer)
 //   then        lm_head on each device's sampled rows.
@@ -100,9 +102,9 @@ class StepPricer {
     double flops = 0, bytes = 0, tokens = 0;
   };
 
-  Cost Attention(const costmodel::AttentionTerms& a, const DeviceLoad& l, bool tp,
-                 double total_tokens, double total_seqs, double total_keys,
-                 double total_kv_tokens) const;
+  // One device's 1/parts of the attention of `l` (a device's, a group's or
+  // every seq's load).
+  Cost Attention(const costmodel::AttentionTerms& a, const DeviceLoad& l, int parts) const;
   // Records kernel k of device d in layer `layer` over [start, end) µs.
   void Emit(int d, int layer, Kernel k, double start, double end, const Cost& c);
 
@@ -113,6 +115,10 @@ class StepPricer {
   costmodel::KernelRates rates_;
   double hops_ = 0;  // all-to-all hop factor
   costmodel::AttentionTerms full_, linear_, full_tp_, linear_tp_;
+  // EP layout: attention tensor parallel within groups of attn_tp_ devices
+  // (SimOptions::attention_tp), data parallel across them.
+  int attn_tp_ = 1;
+  costmodel::AttentionTerms full_group_, linear_group_;
   double expert_bytes_ = 0, dispatch_row_bytes_ = 0, weight_bytes_ = 2;
   // The share of an all-to-all's bytes that leaves its device (uniform
   // destinations): (P - 1) / P. For comm_bytes, not for time (hops_ is).
@@ -126,6 +132,8 @@ class StepPricer {
   std::vector<Acc> acc_;   // [device * kKernels + kernel]
   std::vector<double> t_;  // per device: its clock within the step, µs
   std::vector<Cost> attn_full_, attn_lin_, router_, shared_, dense_, lm_;  // per device
+  std::vector<DeviceLoad> group_;                                          // per attention group
+  std::vector<DeviceLoad> moe_load_;  // per device: what its router, experts and LM head see
   std::vector<double> rows_, touched_, link_;  // per device, one MoE layer
   std::vector<Cost> expert_;                   // per device, one MoE layer
 };

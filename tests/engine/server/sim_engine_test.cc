@@ -127,7 +127,8 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
 TEST(ScenarioTest, CatalogueScenariosParse) {
   const std::string dir = costmodel::DefaultCatalogDir();
   const std::vector<std::string> names = ScenarioNames(dir);
-  for (const char* want : {"moebius-bursty", "moebius-rollout", "deepseek-ep72-decode"}) {
+  for (const char* want :
+       {"moebius-bursty", "moebius-rollout", "deepseek-ep72-decode", "ling-tpu-decode"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   for (const std::string& n : names) {
@@ -200,6 +201,42 @@ TEST(ScenarioTest, ShortBurstyRunGivesPerPhaseResultsForEveryVariant) {
   EXPECT_THAT(table, HasSubstr("phase 2 burst-80"));
   EXPECT_THAT(table, HasSubstr("best static"));
   EXPECT_EQ(AutoVsBestStatic(results).size(), 5u);
+}
+
+// Seed 000's benchmark configuration: Ling-2.6-1T on 16 v7x chips = 32
+// devices, experts EP 32, attention TP 4 in 8 data-parallel groups, fp8.
+// With data-parallel attention (replicated attention weights) the weights
+// do not fit a v7x device; with the seed's attention TP 4 they do. A short
+// version (fewer, shorter requests) runs through the whole engine.
+TEST(ScenarioTest, LingTpuDecodeRunsTheSeedConfiguration) {
+  Result<Scenario> s = LoadScenario(costmodel::DefaultCatalogDir(), "ling-tpu-decode");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->hardware, "tpu-v7x");
+  EXPECT_EQ(s->devices, 32);
+  EXPECT_EQ(s->attention_tp, 4);
+  EXPECT_EQ(s->dtype, "fp8");
+  Result<EngineOptions> o = ScenarioEngineOptions(*s, "ep", {});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->sim->attention_tp, 4);
+  EXPECT_GT(o->runner.kv_pages_per_device, 1000);
+  Scenario replicated = *s;
+  replicated.attention_tp = 1;
+  EXPECT_THAT(ScenarioEngineOptions(replicated, "ep", {}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("GB of weights")));
+
+  Scenario small = *s;
+  small.workload_args = {"--workload",   "rollout", "--rollout-size", "64",
+                         "--prompt-len", "2048",    "--output-len",   "16"};
+  small.max_running = 32;
+  Result<VariantResult> r = RunScenarioVariant(small, "ep", {});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->requests, 64);
+  ASSERT_EQ(r->phases.size(), 1u);
+  EXPECT_EQ(r->phases[0].requests, 64);
+  EXPECT_GT(r->phases[0].output_tok_s, 0);
+  EXPECT_EQ(r->phases[0].running_max, 32);  // max_running binds, not KV
+  EXPECT_GT(r->phases[0].waiting_max, 0);
+  EXPECT_THAT(FormatScenarioTable(small, {*r}), HasSubstr("ling-2.6-1t on 32 x tpu-v7x"));
 }
 
 }  // namespace
