@@ -18,7 +18,17 @@ namespace sy::engine {
 namespace {
 
 ModelConfig MoeConfig(bool sigmoid) {
+  // The grouped sigmoid router belongs to the hybrid (Ling) architecture, so
+  // that config starts from tiny-hybrid to stay valid (BuildWeights checks);
+  // only layer 0's MoE block is used, sized the same either way.
   ModelConfig c;
+  if (sigmoid) {
+    Result<ModelConfig> hybrid = PresetConfig("tiny-hybrid");
+    EXPECT_TRUE(hybrid.ok());
+    if (hybrid.ok()) c = *hybrid;
+    c.first_k_dense_replace = 0;
+    c.mtp_layers = 0;
+  }
   c.hidden = 32;
   c.layers = 1;
   c.heads = 2;

@@ -292,7 +292,8 @@ TEST_F(EngineTest, CancelFlushCacheExpertStatsAndRequestProgress) {
   telemetry::CommandReply f = Call(**client, "flush_cache");
   ASSERT_TRUE(f.ok) << f.error_message;
   EXPECT_GT(f.result["freed_pages"].get<int>(), 0);
-  for (const json& d : Call(**client, "status").result["pools"]) {
+  const telemetry::CommandReply pools_status = Call(**client, "status");  // outlives the loop
+  for (const json& d : pools_status.result["pools"]) {
     EXPECT_EQ(d["kv_pages_used"], 0);
     EXPECT_EQ(d["cache_tokens"], 0);
   }
