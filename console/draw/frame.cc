@@ -154,6 +154,9 @@ Grid DrawHeader(const Snapshot& s, const ViewState& v, int width) {
     state = "RUNNING";
     state_style = Style{Color::kBlack, Color::kGreen, kBold};
   }
+  // In replay the first label is the player's; this one is the engine's at
+  // that point of the run, and says so.
+  if (s.conn == ConnState::kReplay) state = "engine " + state;
   line.Add(state, state_style, /*may_cut=*/true);
   if (s.have_meta) {
     line.Add(s.meta.model.preset, theme::kBar);

@@ -269,7 +269,7 @@ TEST(ConsoleDrawHeader, RunModelDevicesLayoutStateTrace) {
   s.conn = ConnState::kReplay;
   s.replay = ReplayClock{12.34, 60, 2, true};
   g = DrawHeader(s, ViewState{}, 80);
-  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  REPLAY 12.3s/60.0s x2 PLAYING  PAUSED"));
+  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  REPLAY 12.3s/60.0s x2 PLAYING  engine PAUSED"));
   s.replay = ReplayClock{0, 60, 0.25, false};
   g = DrawHeader(s, ViewState{}, 80);
   EXPECT_THAT(g.Row(0), HasSubstr("REPLAY 0.0s/60.0s x0.25 PAUSED"));
