@@ -64,10 +64,11 @@ void Collector::Consume(const telemetry::Message& m) {
   if (it != next_seq_.end() && env.seq > it->second) own_gaps_ += env.seq - it->second;
   if (it == next_seq_.end() || env.seq >= it->second) next_seq_[topic] = env.seq + 1;
   s_.latest_t_us = std::max(s_.latest_t_us, env.t_us);
-  if (!std::holds_alternative<telemetry::Heartbeat>(m) && !have_heartbeat_time_) {
-    // Before the first heartbeat any message proves the engine is there.
-    last_beat_ = options_.clock();
-  }
+  // Any message proves the engine is alive, not only heartbeats (the ZeroMQ
+  // guide's Paranoid Pirate rule): a console that digests a backlog slower
+  // than the engine makes it, heartbeats queued behind spans, must not call a
+  // busy engine lost (and, headless with --exit-on-stop, quit mid-run).
+  last_beat_ = options_.clock();
   std::visit([this](const auto& msg) { OnMessage(msg); }, m);
 }
 
@@ -211,7 +212,6 @@ void Collector::OnMessage(const telemetry::Event& m) {
 }
 
 void Collector::OnMessage(const telemetry::Heartbeat& m) {
-  have_heartbeat_time_ = true;
   last_beat_ = options_.clock();
   if (m.interval_ms > 0) heartbeat_ms_ = m.interval_ms;
   s_.engine_state = m.state;
@@ -296,7 +296,6 @@ void Collector::ResetLocked() {
   kstats_.clear();
   experts_.Reset();
   next_seq_.clear();
-  have_heartbeat_time_ = false;
   heartbeat_ms_ = options_.default_heartbeat_ms;
 }
 

@@ -11,7 +11,8 @@
 //
 // Rates and series are keyed by engine time (the envelope's `t`), so they do
 // not depend on how fast messages arrive. Connection state depends on wall
-// time since the last heartbeat, read from the injectable clock.
+// time since the last message of any kind (heartbeats are what an idle engine
+// sends), read from the injectable clock.
 //
 // Thread-safety: every method may be called from any thread (one internal
 // mutex; TakeSnapshot copies under it).
@@ -131,7 +132,6 @@ class Collector {
   int64_t own_gaps_ = 0;                             // GUARDED_BY(mu_)
   bool have_transport_ = false;                      // GUARDED_BY(mu_)
   TransportCounters transport_;                      // GUARDED_BY(mu_)
-  bool have_heartbeat_time_ = false;                 // GUARDED_BY(mu_)
   std::chrono::steady_clock::time_point last_beat_;  // GUARDED_BY(mu_)
   int heartbeat_ms_;                                 // GUARDED_BY(mu_)
   bool replay_ = false;                              // GUARDED_BY(mu_)

@@ -141,12 +141,17 @@ TEST(ConsoleCollector, ConnectionStateFollowsHeartbeatAge) {
   Snapshot s = c.TakeSnapshot();
   EXPECT_EQ(s.conn, ConnState::kLost);
   EXPECT_NEAR(s.heartbeat_age_s, 2.501, 1e-6);
-  // Other messages do not prove liveness once heartbeats are known...
-  c.Consume(MakeStep(0, 0, 1, 1, 1));
-  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLost);
-  // ...but a heartbeat does.
+  // A heartbeat proves liveness again...
   c.Consume(Beat(1, 500));
   EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLive);
+  // ...and so does any other message: a console digesting a backlog, its
+  // heartbeats queued behind spans, must not call a busy engine lost.
+  clock.now += 2400ms;
+  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kDegraded);
+  c.Consume(MakeStep(0, 0, 1, 1, 1));
+  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLive);
+  clock.now += 2501ms;
+  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLost);
 }
 
 TEST(ConsoleCollector, BeforeFirstHeartbeatAnyMessageCountsAndDefaultIntervalApplies) {
