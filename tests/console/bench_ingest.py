@@ -135,7 +135,7 @@ def main():
             print("console ingest: every trial dropped telemetry")
             return 1
         print(f"console ingest: {best['rate']:.0f} spans/s sustained with zero drops "
-              f"(full-trace sim engine at x{best['speed']:g}, {best['spans']} spans)")
+              f"(full-trace sim engine at x{best['speed']:.3g}, {best['spans']} spans)")
         if first_drop:
             print(f"first drops at x{first_drop['speed']:.3g}: offered "
                   f"{first_drop['offered']:.0f} spans/s")
