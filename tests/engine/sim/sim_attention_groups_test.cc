@@ -24,23 +24,6 @@ void Ling(SimOptions& s) {
   s.step_overhead_us = 0;
 }
 
-double EstimateMs(const SimOptions& sim, costmodel::Phase phase, int tokens, int context) {
-  costmodel::StepOptions o;
-  o.phase = phase;
-  o.tokens = tokens;
-  o.context = context;
-  o.ep = 32;
-  o.tp = 4;
-  o.devices = 32;
-  o.compute_dtype = sim.compute_dtype;
-  o.weight_dtype = sim.weight_dtype;
-  o.efficiency = sim.efficiency;
-  o.overlap = sim.overlap;
-  Result<costmodel::StepCost> c = costmodel::EstimateStep(sim.hardware, sim.model, o);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return c.ok() ? c->step_s * 1e3 : 0;
-}
-
 // Seqs spread evenly over the 32 homes (so over the 8 groups), uniform
 // routing: the sim prices what EstimateStep prices for the balanced shape,
 // never faster, the busiest device's sampling noise at most 6% slower.
@@ -51,7 +34,7 @@ TEST(SimAttentionGroupsTest, BalancedStepMatchesEstimateStepWithTp4) {
     const int64_t t0 = rig.now();
     ASSERT_THAT(rig.runner->Step(Batch(seqs, 32, 1, 4096), TraceLevel::kOff).status(), IsOk());
     const double sim = (rig.now() - t0) / 1e3;
-    const double est = EstimateMs(rig.sim, costmodel::Phase::kDecode, seqs, 4096);
+    const double est = EstimateMs(rig.sim, costmodel::Phase::kDecode, seqs, 4096, 32, 4, 32);
     std::printf("Ling decode %d, ep 32 tp 4: sim %.3f ms, EstimateStep %.3f ms (%+.2f%%)\n", seqs,
                 sim, est, 100 * (sim / est - 1));
     EXPECT_GE(sim, est * 0.995);

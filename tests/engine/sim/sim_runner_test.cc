@@ -22,25 +22,6 @@ namespace {
 using costmodel::Phase;
 using ::testing::HasSubstr;
 
-// EstimateStep for the same shape: EP = {ep = P, tp = 1}, TP = {ep = 1, tp = P}.
-double EstimateMs(const SimOptions& sim, Phase phase, int tokens, int context, int devices,
-                  bool tp) {
-  costmodel::StepOptions o;
-  o.phase = phase;
-  o.tokens = tokens;
-  o.context = context;
-  o.ep = tp ? 1 : devices;
-  o.tp = tp ? devices : 1;
-  o.devices = devices;
-  o.compute_dtype = sim.compute_dtype;
-  o.weight_dtype = sim.weight_dtype;
-  o.efficiency = sim.efficiency;
-  o.overlap = sim.overlap;
-  Result<costmodel::StepCost> c = costmodel::EstimateStep(sim.hardware, sim.model, o);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return c.ok() ? c->step_s * 1e3 : 0;
-}
-
 SimRig Qwen(double skew, double overhead_us = 0) {
   return MakeRig("h200", "qwen3-235b-a22b", 8, [&](SimOptions& s) {
     s.routing.skew = skew;
@@ -76,8 +57,10 @@ TEST(SimRunnerTest, UniformStepMatchesEstimateStep) {
       if (tp) ToTp(rig);
       const double sim = MeanStepMs(rig, Batch(c.seqs, 8, c.new_tokens, c.context));
       const int tokens = c.seqs * c.new_tokens;
-      const double est = EstimateMs(rig.sim, c.phase, tokens,
-                                    c.phase == Phase::kDecode ? c.context : c.new_tokens, 8, tp);
+      // EP = {ep = P, tp = 1}, TP = {ep = 1, tp = P}.
+      const double est =
+          EstimateMs(rig.sim, c.phase, tokens, c.phase == Phase::kDecode ? c.context : c.new_tokens,
+                     tp ? 1 : 8, tp ? 8 : 1, 8);
       std::printf("%s %s tokens %d context %d: sim %.3f ms, EstimateStep %.3f ms (%+.2f%%)\n",
                   tp ? "TP" : "EP", c.phase == Phase::kDecode ? "decode " : "prefill", tokens,
                   c.context, sim, est, 100 * (sim / est - 1));

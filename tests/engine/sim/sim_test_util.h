@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/costmodel/catalog.h"
+#include "engine/costmodel/cost_model.h"
 #include "engine/sim/sim_runner.h"
 
 namespace sy::engine {
@@ -106,6 +107,26 @@ inline int64_t StepUs(SimRig& rig, const BatchInput& batch, TraceLevel level = T
   Result<StepOutput> out = rig.runner->Step(batch, level);
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   return rig.now() - t0;
+}
+
+// EstimateStep's milliseconds for the same shape as a sim step, with the
+// sim's dtypes, efficiencies and overlap rule.
+inline double EstimateMs(const SimOptions& sim, costmodel::Phase phase, int tokens, int context,
+                         int ep, int tp, int devices) {
+  costmodel::StepOptions o;
+  o.phase = phase;
+  o.tokens = tokens;
+  o.context = context;
+  o.ep = ep;
+  o.tp = tp;
+  o.devices = devices;
+  o.compute_dtype = sim.compute_dtype;
+  o.weight_dtype = sim.weight_dtype;
+  o.efficiency = sim.efficiency;
+  o.overlap = sim.overlap;
+  Result<costmodel::StepCost> c = costmodel::EstimateStep(sim.hardware, sim.model, o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? c->step_s * 1e3 : 0;
 }
 
 }  // namespace sy::engine
