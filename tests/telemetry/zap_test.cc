@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -37,10 +38,13 @@ bool GetsAnything(Subscriber& sub, std::chrono::milliseconds wait) {
 
 // Waits until a refusal `pred` accepts has been pushed to `log`; `seen`
 // keeps every refusal drained so far, so checks may come in any order.
+// `knock`, if given, runs once a second while waiting (a new attempt).
 template <typename Pred>
-bool WaitForRefusal(RefusalLog& log, std::vector<AuthRefusal>& seen, Pred pred) {
+bool WaitForRefusal(RefusalLog& log, std::vector<AuthRefusal>& seen, Pred pred,
+                    const std::function<void()>& knock = {}) {
   const auto deadline = std::chrono::steady_clock::now() + kPatience;
-  for (;;) {
+  for (int round = 1;; ++round) {
+    if (knock && round % 50 == 0) knock();
     for (AuthRefusal& r : log.Drain()) seen.push_back(std::move(r));
     for (const AuthRefusal& r : seen) {
       if (pred(r)) return true;
@@ -89,10 +93,20 @@ TEST_F(ZapTest, PublisherServesAllowListedSubscribersOnly) {
            r.reason == "public key is not in the allow-list";
   }));
   // The keyless subscriber never reaches ZAP; the socket monitor reports it.
-  EXPECT_TRUE(WaitForRefusal(*refusals_, seen_, [&](const AuthRefusal& r) {
-    return r.socket == "telemetry" && r.public_key.empty() &&
-           r.reason.find("mechanism mismatch") != std::string::npos;
-  }));
+  // It gives up after its one failed handshake, and when it resets before
+  // libzmq has read its greeting the failure comes without detail (not
+  // reported), which happens under load: so another keyless one knocks.
+  std::vector<std::unique_ptr<Subscriber>> knocking;
+  EXPECT_TRUE(WaitForRefusal(
+      *refusals_, seen_,
+      [&](const AuthRefusal& r) {
+        return r.socket == "telemetry" && r.public_key.empty() &&
+               r.reason.find("mechanism mismatch") != std::string::npos;
+      },
+      [&] {
+        auto again = subscribe(std::nullopt);
+        if (again.ok()) knocking.push_back(std::move(again).value());
+      }));
 }
 
 TEST_F(ZapTest, ControlServerPassesTheRoleAsUserId) {

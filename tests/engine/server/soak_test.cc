@@ -125,6 +125,10 @@ class SoakTest : public EngineTest {
     o.runner.kv_pages_per_device = 96;  // tight: retractions happen
     o.runner.state_slots_per_device = 12;
     o.runner.router_skew = 1.5;
+    // The watcher counts every request's `done` on the wire, so it must see
+    // every message: an instrumented watcher on loaded cores can fall more
+    // than the default 1000 messages behind, which XPUB_NODROP would refuse.
+    o.publisher.sndhwm = 100000;
     o.scheduler.max_batch_tokens = 256;
     o.scheduler.max_running = 32;
     o.workload = WorkloadOptions::ForKind(WorkloadKind::kBursty);
