@@ -101,6 +101,16 @@ def wait_steps(db, run_id, console, count, after_step, what):
     harness.wait_for(enough, 30, what, interval=0.1)
 
 
+def reopen_with_writer(tmp, db):
+    """A new console opens `db` for a second (no engine, nothing arrives)."""
+    dead_tel, dead_ctl = harness.endpoints()
+    reopen = headless(tmp, dead_tel, dead_ctl, db, "reopen", "--duration", "1")
+    try:
+        assert reopen.wait(30) == 0, reopen.tail()
+    finally:
+        reopen.kill()
+
+
 def integrity(db):
     c = sqlite3.connect(db, timeout=5)
     try:
@@ -151,12 +161,7 @@ def case_kill():
     assert run_status(db, run_id) == LIVE, "a reader changed the status of the killed run"
 
     # Reopen with a Writer: a new console (the engine is gone, nothing arrives).
-    dead_tel, dead_ctl = harness.endpoints()
-    reopen = headless(tmp, dead_tel, dead_ctl, db, "reopen", "--duration", "1")
-    try:
-        assert reopen.wait(30) == 0, reopen.tail()
-    finally:
-        reopen.kill()
+    reopen_with_writer(tmp, db)
     assert run_status(db, run_id) == INTERRUPTED, "reopening did not mark the run interrupted"
     ended = harness.query(db, "select ended_unix_ms from runs where id = ?", (run_id,))[0][0]
     assert ended and ended > 0, ended
@@ -361,12 +366,7 @@ def disk_full_in_namespace():
     assert final == stopped_at, "the file changed after writing stopped"
     # The run was cut off, not ended: the next Writer marks it interrupted.
     assert run_status(copy, run_id) == LIVE
-    dead_tel, dead_ctl = harness.endpoints()
-    reopen = headless(tmp, dead_tel, dead_ctl, copy, "reopen", "--duration", "1")
-    try:
-        assert reopen.wait(30) == 0, reopen.tail()
-    finally:
-        reopen.kill()
+    reopen_with_writer(tmp, copy)
     assert run_status(copy, run_id) == INTERRUPTED
     print(f"ok: run {run_id}: the 2 MiB tmpfs filled after {len(final['steps'])} steps "
           f"({len(snapshot['steps'])} seen committed before the error); "

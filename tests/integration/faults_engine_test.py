@@ -140,14 +140,6 @@ def test_console_stalled_under_full_tracing(tmp):
           f"{dropped} (store: {engine_dropped})")
 
 
-def wait_screen(tmux, pattern, timeout, what):
-    try:
-        return harness.wait_for(lambda: re.search(pattern, tmux.screen()), timeout, what)
-    except AssertionError:
-        print("---- screen ----\n" + tmux.screen(), file=sys.stderr)
-        raise
-
-
 def heartbeat_interval_s(tel):
     """The engine's announced heartbeat interval, from a heartbeat message."""
     sub = zmq.Context.instance().socket(zmq.SUB)
@@ -178,8 +170,8 @@ def test_engine_killed(tmp):
     subprocess.run(["tmux", "-S", tmux.sock, "new-session", "-d", "-s", "sy", "-x", "80",
                     "-y", "24", cmd], check=True, env=env)
     try:
-        wait_screen(tmux, r"RUNNING", ENGINE_UP_S, "header RUNNING")
-        wait_screen(tmux, r"● live", 10, "status line live")
+        harness.wait_screen(tmux, r"RUNNING", ENGINE_UP_S, "header RUNNING")
+        harness.wait_screen(tmux, r"● live", 10, "status line live")
         interval = heartbeat_interval_s(tel)
         harness.wait_for(lambda: steps_recorded(db) > 50, 30, "console to record 50 steps")
         (run_id,), = harness.query(db, "select id from runs")
@@ -187,7 +179,7 @@ def test_engine_killed(tmp):
         engine.p.kill()  # SIGKILL: no stop event, no last heartbeat
         t_kill = time.monotonic()
         engine.wait(10)
-        wait_screen(tmux, r"● lost", 30, "status line lost")
+        harness.wait_screen(tmux, r"● lost", 30, "status line lost")
         took = time.monotonic() - t_kill
         # The console calls the engine lost after 5 silent intervals; the
         # last heartbeat came at most one interval before the kill, so `lost`
@@ -205,12 +197,12 @@ def test_engine_killed(tmp):
 
         # The console still responds: the Log view shows why, then back.
         tmux.keys("5")
-        wait_screen(tmux, r"Log: \d+ lines", 10, "Log view after the loss")
-        wait_screen(tmux, r"marked abnormal: engine lost", 10, "the loss in the Log")
+        harness.wait_screen(tmux, r"Log: \d+ lines", 10, "Log view after the loss")
+        harness.wait_screen(tmux, r"marked abnormal: engine lost", 10, "the loss in the Log")
         tmux.keys("1")
-        wait_screen(tmux, r"● lost", 10, "overview with lost status after switching back")
+        harness.wait_screen(tmux, r"● lost", 10, "overview with lost status after switching back")
         tmux.keys("q")
-        wait_screen(tmux, r"CONSOLE-EXIT=0", 20, "console to quit with 0")
+        harness.wait_screen(tmux, r"CONSOLE-EXIT=0", 20, "console to quit with 0")
     finally:
         tmux.run("kill-server", check=False)
         engine.kill()

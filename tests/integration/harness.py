@@ -5,6 +5,7 @@ ports chosen here, so tests can run in parallel under ctest.
 """
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -35,6 +36,15 @@ class Tmux:
 
     def alive(self):
         return self.run("has-session", "-t", "sy", check=False).returncode == 0
+
+
+def wait_screen(tmux, pattern, timeout, what):
+    """Waits for `pattern` on the tmux screen; prints the screen if it never comes."""
+    try:
+        return wait_for(lambda: re.search(pattern, tmux.screen()), timeout, what)
+    except AssertionError:
+        print("---- screen ----\n" + tmux.screen(), file=sys.stderr)
+        raise
 
 
 def query(db, sql, args=()):

@@ -20,14 +20,6 @@ import harness  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def wait_screen(tmux, pattern, timeout, what):
-    try:
-        return harness.wait_for(lambda: re.search(pattern, tmux.screen()), timeout, what)
-    except AssertionError:
-        print("---- screen ----\n" + tmux.screen(), file=sys.stderr)
-        raise
-
-
 def main():
     tmp = harness.tmpdir()
     tel, ctl = harness.endpoints()
@@ -41,7 +33,7 @@ def main():
                     "-y", "24", cmd], check=True, env=env)
     control = harness.Control(ctl)
     try:
-        wait_screen(tmux, r"RUNNING", 30, "dashboard header RUNNING")
+        harness.wait_screen(tmux, r"RUNNING", 30, "dashboard header RUNNING")
         # Moving numbers: the step counter on screen advances.
         first = tmux.screen()
         time.sleep(1.5)
@@ -49,7 +41,7 @@ def main():
 
         tmux.keys(":")
         tmux.keys("pause", "Enter")
-        wait_screen(tmux, r"PAUSED", 10, "header PAUSED after :pause")
+        harness.wait_screen(tmux, r"PAUSED", 10, "header PAUSED after :pause")
         st = control.call("status")
         assert st["ok"] and st["result"]["state"] == "paused", st
         step = st["result"]["step"]
@@ -58,40 +50,40 @@ def main():
 
         tmux.keys(":")
         tmux.keys("resume", "Enter")
-        wait_screen(tmux, r"RUNNING", 10, "header RUNNING after :resume")
+        harness.wait_screen(tmux, r"RUNNING", 10, "header RUNNING after :resume")
         harness.wait_for(lambda: control.call("status")["result"]["step"] > step, 10,
                          "engine to step again")
 
         # Resize: the frame is redrawn to the new size, header and status intact.
         tmux.run("resize-window", "-t", "sy", "-x", "120", "-y", "36")
-        wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 120x36")
+        harness.wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 120x36")
         assert len(tmux.screen().splitlines()) >= 35, tmux.screen()
         tmux.run("resize-window", "-t", "sy", "-x", "80", "-y", "24")
-        wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 80x24")
+        harness.wait_screen(tmux, r"(?s)switchyard.*RUNNING.*live", 10, "redraw at 80x24")
 
         tmux.keys("2")  # kernels view: one lane per device
         for d in range(4):
-            wait_screen(tmux, rf"(dev|d|gpu)\s?{d}\b", 10, f"kernel lane of device {d}")
+            harness.wait_screen(tmux, rf"(dev|d|gpu)\s?{d}\b", 10, f"kernel lane of device {d}")
 
         # A disruptive command asks first; y runs it.
         tmux.keys(":")
         tmux.keys("switch tp", "Enter")
-        wait_screen(tmux, r"\(y/n\)|\[y/N\]|y/n", 10, "confirmation question for :switch tp")
+        harness.wait_screen(tmux, r"\(y/n\)|\[y/N\]|y/n", 10, "confirmation question for :switch tp")
         tmux.keys("y")
         harness.wait_for(lambda: control.call("status")["result"].get("layout") == "TP", 30,
                          "engine to switch to TP after confirming")
-        wait_screen(tmux, r"TP", 10, "layout TP on screen")
+        harness.wait_screen(tmux, r"TP", 10, "layout TP on screen")
 
         # Log view, filtered: only lines naming the switch remain, and the
         # title says what the filter is.
         tmux.keys("5")
         tmux.keys("/")
         tmux.keys("switch", "Enter")
-        wait_screen(tmux, r"filter /switch", 10, "Log title with the filter")
+        harness.wait_screen(tmux, r"filter /switch", 10, "Log title with the filter")
         for line in tmux.screen().splitlines()[3:-3]:
             assert "resume" not in line, "filtered Log still shows :resume\n" + tmux.screen()
         tmux.keys("q")
-        wait_screen(tmux, r"SCRIPT-EXIT=0", 20, "scripts/run to exit 0 after q")
+        harness.wait_screen(tmux, r"SCRIPT-EXIT=0", 20, "scripts/run to exit 0 after q")
     finally:
         control.close()
         screen = tmux.screen()
@@ -119,15 +111,15 @@ def main():
                     "-y", "24", f"{harness.console_bin()} --replay {db}; sleep 30"],
                    check=True, env=env)
     try:
-        wait_screen(tmux, r"REPLAY [0-9.]+s/[0-9.]+s", 10, "replay header")
+        harness.wait_screen(tmux, r"REPLAY [0-9.]+s/[0-9.]+s", 10, "replay header")
         tmux.keys("End")
-        wait_screen(tmux, r"REPLAY ([0-9.]+)s/\1s", 10, "seek to the end")
+        harness.wait_screen(tmux, r"REPLAY ([0-9.]+)s/\1s", 10, "seek to the end")
         tmux.keys("2")
-        wait_screen(tmux, r"dev3", 10, "kernel lanes in replay")
+        harness.wait_screen(tmux, r"dev3", 10, "kernel lanes in replay")
         # Back to the start, then the second event: the message line names it.
         tmux.keys("Home")
         tmux.keys("n")
-        wait_screen(tmux, r"@ [0-9.]+s", 10, "first event named")
+        harness.wait_screen(tmux, r"@ [0-9.]+s", 10, "first event named")
         def named():
             return [l.strip() for l in tmux.screen().splitlines() if re.search(r"@ [0-9.]+s", l)]
         first_event = named()
