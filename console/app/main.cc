@@ -277,9 +277,7 @@ int RunCompare(const Options& o) {
   if (!b.ok()) return Fail(b.status());
   auto c = CompareRuns(*path, *a, *b);
   if (!c.ok()) return Fail(c.status());
-  const int rows = 2 + 4 + static_cast<int>(c->figures.size()) + 2 +
-                   std::max<int>(1, static_cast<int>(c->kernels.size()));
-  std::printf("%s\n", DrawCompare(*c, Rect{0, 0, 100, rows}).ToString().c_str());
+  std::printf("%s\n", DrawCompare(*c, Rect{0, 0, 100, CompareHeight(*c)}).ToString().c_str());
   return 0;
 }
 

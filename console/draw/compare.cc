@@ -112,7 +112,13 @@ Grid DrawCompare(const Comparison& c, Rect r) {
   if (c.kernels.empty()) {
     line([&](int row) { g.Put(2, row, "(no kernel stats in either window)", base, right); });
   }
-  for (const KernelDelta& k : c.kernels) {
+  // Kernels past the panel's last row are counted on that row instead.
+  const int room = std::max(0, bottom - y);
+  const size_t shown = c.kernels.size() <= static_cast<size_t>(room)
+                           ? c.kernels.size()
+                           : static_cast<size_t>(std::max(0, room - 1));
+  for (size_t i = 0; i < shown; ++i) {
+    const KernelDelta& k = c.kernels[i];
     line([&](int row) {
       const Style name_style = k.kind == "comm" ? Style{Color::kMagenta, base.bg, 0} : base;
       int x = g.Put(2, row, PadRight(k.name, kNameW), name_style, right);
@@ -125,7 +131,23 @@ Grid DrawCompare(const Comparison& c, Rect r) {
             right);
     });
   }
+  if (shown < c.kernels.size()) {
+    const size_t more = c.kernels.size() - shown;
+    line([&](int row) {
+      g.Put(2, row,
+            "+" + std::to_string(more) + (more == 1 ? " more kernel" : " more kernels") +
+                " (a taller terminal shows them)",
+            key, right);
+    });
+  }
   return g;
+}
+
+int CompareHeight(const Comparison& c) {
+  // Border, A, B, summary, figure header, figures, gap, kernel header,
+  // kernels (or the "no kernel stats" line), border.
+  const int kernels = std::max<int>(1, static_cast<int>(c.kernels.size()));
+  return 2 + 4 + static_cast<int>(c.figures.size()) + 2 + kernels;
 }
 
 }  // namespace sy::console

@@ -15,5 +15,7 @@
 namespace sy::console {
 
 Grid DrawCompare(const Comparison& c, Rect r);
+// Rows DrawCompare needs to show all of `c` (borders included).
+int CompareHeight(const Comparison& c);
 
 }  // namespace sy::console

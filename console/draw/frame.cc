@@ -258,14 +258,20 @@ Grid DrawFrame(const Snapshot& s, const ViewState& v, int width, int height) {
   }
   if (v.compare && v.comparison) {
     // The comparison covers the view; the message and status lines stay.
+    // Centred when the terminal is larger than the panel needs, so the
+    // header (which engine, which run) stays visible above it.
     const int w = std::min(width, 100);
-    g.Blit(DrawCompare(*v.comparison, Rect{(width - w) / 2, 0, w, height - 2}), (width - w) / 2, 0);
+    const int h = std::min(height - 2, CompareHeight(*v.comparison));
+    const int y = std::max(0, (height - 2 - h) / 2);
+    g.Blit(DrawCompare(*v.comparison, Rect{(width - w) / 2, y, w, h}), (width - w) / 2, y);
   }
   if (v.help) {
-    // Help covers everything but the status line, centred when wider than needed.
+    // Help covers everything but the status line, centred when the
+    // terminal is larger than it needs.
     const int w = std::min(width, 100);
     const int h = std::min(height - 1, HelpHeight(v, w, height - 1));
-    g.Blit(DrawHelp(v, Rect{(width - w) / 2, 0, w, h}), (width - w) / 2, 0);
+    const int y = std::max(0, (height - 1 - h) / 2);
+    g.Blit(DrawHelp(v, Rect{(width - w) / 2, y, w, h}), (width - w) / 2, y);
   }
   return g;
 }

@@ -16,15 +16,20 @@ namespace {
 constexpr char kNoSpans[] =
     "No spans for the selected step: per-kernel timelines need ':trace full'.";
 
-// A row of right-aligned figures after a left-aligned name that takes the
-// slack: widths[i] for cells[i]; cells[0] is the name.
+// A row of right-aligned figures after a left-aligned name: widths[i] for
+// cells[i]; cells[0] is the name. The name column is as wide as the longest
+// name it will hold (plus a gap), never wider than the slack: on a wide
+// terminal the figures stay next to their names instead of drifting to the
+// right edge.
 struct Table {
   Grid& g;
   std::vector<int> widths;  // of the columns after the name
+  int longest_name = 0;     // display width of the longest cells[0]
   int name_w() const {
     int fixed = 0;
     for (int w : widths) fixed += w;
-    return std::max(8, g.width() - fixed);
+    const int slack = g.width() - fixed;
+    return std::max(8, std::min(slack, longest_name + 2));
   }
   void Row(int y, const std::vector<std::string>& cells, Style st,
            const std::vector<Style>& styles = {}) {
@@ -54,7 +59,10 @@ int DrawTopTable(Grid& g, const Snapshot& s, int y, int end) {
             std::to_string(s.kstats_step) + "; mean/p50/p99: time per step per device",
         theme::kTitle);
   // Columns: name | kind | share | calls/step | per call | step mean | p50 | p99.
-  Table t{g, {8, 7, 7, 9, 9, 9, 9}};
+  Table t{g, {8, 7, 7, 9, 9, 9, 9}, DisplayWidth("kernel")};
+  for (const KernelRow& k : s.top_kernels) {
+    t.longest_name = std::max(t.longest_name, DisplayWidth(k.name));
+  }
   if (y < end)
     t.Row(y++, {"kernel", "kind", "share", "calls", "per call", "mean", "p50", "p99"},
           theme::kLabel);
@@ -136,20 +144,27 @@ int DrawKindTable(Grid& g, int64_t step, const std::vector<telemetry::Span>& spa
   }
   const CommOverlap total = CommOverlapTotal(CommOverlapPerDevice(spans));
   g.Put(0, y++, "Step " + std::to_string(step) + " by kind, summed over devices", theme::kTitle);
-  Table t{g, {7, 10, 8}};
-  if (y < end) t.Row(y++, {"kind / kernel", "calls", "time", "share"}, theme::kLabel);
+  Table t{g, {7, 10, 8}, DisplayWidth("kind / kernel")};
   std::vector<std::string> kinds;
   for (const auto& [kind, names] : by_kind) kinds.push_back(kind);
   std::stable_partition(kinds.begin(), kinds.end(),
                         [](const std::string& k) { return k != "comm"; });
+  auto head_of = [&](const std::string& kind) {
+    if (kind != "comm") return kind;
+    return kind + " (exposed " + FormatUs(total.exposed_us) + ", hidden " +
+           FormatUs(total.hidden_us) + ")";
+  };
+  for (const std::string& kind : kinds) {
+    t.longest_name = std::max(t.longest_name, DisplayWidth(head_of(kind)));
+    for (const auto& [name, a] : by_kind[kind]) {
+      t.longest_name = std::max(t.longest_name, 2 + DisplayWidth(name));
+    }
+  }
+  if (y < end) t.Row(y++, {"kind / kernel", "calls", "time", "share"}, theme::kLabel);
   for (const std::string& kind : kinds) {
     if (y >= end) break;
     const bool comm = kind == "comm";
-    std::string head = kind;
-    if (comm) {
-      head +=
-          " (exposed " + FormatUs(total.exposed_us) + ", hidden " + FormatUs(total.hidden_us) + ")";
-    }
+    const std::string head = head_of(kind);
     int calls = 0;
     for (const auto& [name, a] : by_kind[kind]) calls += a.calls;
     t.Row(y++,

@@ -121,15 +121,33 @@ TEST(ConsoleDrawKernelsView, ZoomShowsAWindowOfTheStep) {
 
 TEST(ConsoleDrawKernelsView, TopTableShowsPerStepMeanP50P99) {
   const Grid g = DrawKernels(ThreeSteps(), ViewState{}, Rect{0, 0, 80, 20});
-  // The name takes what the eight columns leave: 80 - 58 = 22.
-  EXPECT_EQ(g.Row(6),
-            PadRight("kernel", 22) + "    kind  share  calls per call     mean      p50      p99");
-  EXPECT_EQ(g.Row(7),
-            PadRight("moe_ffn", 22) + " compute  50.0%      8    100us    400us    400us    400us");
-  EXPECT_EQ(g.Row(9), PadRight("all_to_all", 22) +
-                          "    comm  25.0%      4    100us    200us    200us    200us");
-  EXPECT_EQ(g.at(26, 9).style, theme::kComm);
+  // The name column is the longest name (all_to_all) + 2 = 12, not the
+  // 80 - 58 = 22 the seven figure columns leave.
+  EXPECT_EQ(g.Row(6), PadRight(PadRight("kernel", 12) +
+                                   "    kind  share  calls per call     mean      p50      p99",
+                               80));
+  EXPECT_EQ(g.Row(7), PadRight(PadRight("moe_ffn", 12) +
+                                   " compute  50.0%      8    100us    400us    400us    400us",
+                               80));
+  EXPECT_EQ(g.Row(9), PadRight(PadRight("all_to_all", 12) +
+                                   "    comm  25.0%      4    100us    200us    200us    200us",
+                               80));
+  EXPECT_EQ(g.at(16, 9).style, theme::kComm);
   EXPECT_TRUE(RowsFit(g));
+}
+
+TEST(ConsoleDrawKernelsView, TableFiguresStayNextToNamesOnAWideTerminal) {
+  const Grid wide = DrawKernels(ThreeSteps(), ViewState{}, Rect{0, 0, 200, 20});
+  EXPECT_EQ(wide.Row(7), PadRight(PadRight("moe_ffn", 12) +
+                                      " compute  50.0%      8    100us    400us    400us    400us",
+                                  200));
+  // A name longer than the slack is cut at it: the figures keep their columns.
+  Snapshot s = ThreeSteps();
+  s.top_kernels.front().name = std::string(40, 'k');
+  const Grid narrow = DrawKernels(s, ViewState{}, Rect{0, 0, 80, 20});
+  EXPECT_EQ(narrow.Row(6), PadRight("kernel", 22) +
+                               "    kind  share  calls per call     mean      p50      p99");
+  EXPECT_TRUE(RowsFit(narrow));
 }
 
 TEST(ConsoleDrawKernelsView, LayerTableSplitsComputeAndExposedComm) {
@@ -160,13 +178,16 @@ TEST(ConsoleDrawKernelsView, KindTableGroupsKernelsUnderComputeAndComm) {
   v.kernel_table = KernelTable::kKind;
   const Grid g = DrawKernels(ThreeSteps(), v, Rect{0, 0, 80, 20});
   EXPECT_THAT(g.Row(5), StartsWith("Step 1234 by kind, summed over devices"));
-  EXPECT_EQ(g.Row(6), PadRight("kind / kernel", 55) + "  calls      time   share");
-  EXPECT_EQ(g.Row(7), PadRight("compute", 55) + "      3    1.20ms   75.0%");
-  EXPECT_EQ(g.Row(8), PadRight("  moe_ffn", 55) + "      2     800us   50.0%");
-  EXPECT_EQ(g.Row(9), PadRight("  attn", 55) + "      1     400us   25.0%");
-  EXPECT_EQ(g.Row(10),
-            PadRight("comm (exposed 400us, hidden 0us)", 55) + "      2     400us   25.0%");
-  EXPECT_EQ(g.Row(11), PadRight("  all_to_all", 55) + "      2     400us   25.0%");
+  // The name column: the longest head, "comm (exposed ...)" (32), + 2.
+  auto row = [](const std::string& name, const std::string& figures) {
+    return PadRight(PadRight(name, 34) + figures, 80);
+  };
+  EXPECT_EQ(g.Row(6), row("kind / kernel", "  calls      time   share"));
+  EXPECT_EQ(g.Row(7), row("compute", "      3    1.20ms   75.0%"));
+  EXPECT_EQ(g.Row(8), row("  moe_ffn", "      2     800us   50.0%"));
+  EXPECT_EQ(g.Row(9), row("  attn", "      1     400us   25.0%"));
+  EXPECT_EQ(g.Row(10), row("comm (exposed 400us, hidden 0us)", "      2     400us   25.0%"));
+  EXPECT_EQ(g.Row(11), row("  all_to_all", "      2     400us   25.0%"));
   EXPECT_EQ(g.at(2, 11).style, theme::kComm);
 }
 

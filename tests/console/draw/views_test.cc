@@ -73,13 +73,16 @@ TEST(ConsoleDrawKernels, TopKernelsTable) {
   const Grid g = DrawKernels(FixtureSnapshot(), ViewState{}, Rect{0, 0, 80, 20});
   EXPECT_THAT(g.Row(5), StartsWith("Top kernels, 1 step to 1234; mean/p50/p99: time per step per "
                                    "device"));
-  // name column = 80 - 58 = 22 wide.
-  EXPECT_EQ(g.Row(6), std::string("kernel") + std::string(16, ' ') +
-                          "    kind  share  calls per call     mean      p50      p99");
-  EXPECT_EQ(g.Row(7), std::string("moe_ffn") + std::string(15, ' ') +
-                          " compute  50.0%      8    100us    400us    400us    400us");
-  EXPECT_EQ(g.Row(9), std::string("all_to_all") + std::string(12, ' ') +
-                          "    comm  25.0%      4    100us    200us    200us    200us");
+  // name column = the longest name (all_to_all) + 2 = 12 wide.
+  EXPECT_EQ(g.Row(6), PadRight(std::string("kernel") + std::string(6, ' ') +
+                                   "    kind  share  calls per call     mean      p50      p99",
+                               80));
+  EXPECT_EQ(g.Row(7), PadRight(std::string("moe_ffn") + std::string(5, ' ') +
+                                   " compute  50.0%      8    100us    400us    400us    400us",
+                               80));
+  EXPECT_EQ(g.Row(9), PadRight(std::string("all_to_all") + std::string(2, ' ') +
+                                   "    comm  25.0%      4    100us    200us    200us    200us",
+                               80));
 }
 
 TEST(ConsoleDrawKernels, EmptyStatesExplainTheTraceLevel) {
