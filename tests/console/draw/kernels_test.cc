@@ -145,8 +145,8 @@ TEST(ConsoleDrawKernelsView, TableFiguresStayNextToNamesOnAWideTerminal) {
   Snapshot s = ThreeSteps();
   s.top_kernels.front().name = std::string(40, 'k');
   const Grid narrow = DrawKernels(s, ViewState{}, Rect{0, 0, 80, 20});
-  EXPECT_EQ(narrow.Row(6), PadRight("kernel", 22) +
-                               "    kind  share  calls per call     mean      p50      p99");
+  EXPECT_EQ(narrow.Row(6),
+            PadRight("kernel", 22) + "    kind  share  calls per call     mean      p50      p99");
   EXPECT_TRUE(RowsFit(narrow));
 }
 
