@@ -57,8 +57,21 @@ Scheduler::Placement Scheduler::PickDevice(const Request& r) {
     if (!Fits(r, d, static_cast<int>(hit.pages.size()))) continue;
     cands.push_back({d, AvailablePages(d), std::move(hit)});
   }
-  std::stable_sort(cands.begin(), cands.end(), [this](const Candidate& a, const Candidate& b) {
-    if (a.hit.tokens != b.hit.tokens) return a.hit.tokens > b.hit.tokens;
+  int most = 0, least = std::numeric_limits<int>::max(), best_hit = 0;
+  for (int d = 0; d < devices(); ++d) {
+    most = std::max(most, running_on(d));
+    least = std::min(least, running_on(d));
+  }
+  for (const Candidate& c : cands) best_hit = std::max(best_hit, c.hit.tokens);
+  const bool imbalanced = most - least > options_.balance_abs_threshold &&
+                          most > options_.balance_rel_threshold * least;
+  const bool affinity =
+      !imbalanced && total > 0 && best_hit >= options_.cache_threshold * total && best_hit > 0;
+  std::stable_sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+    if (imbalanced && running_on(a.device) != running_on(b.device)) {
+      return running_on(a.device) < running_on(b.device);
+    }
+    if (affinity && a.hit.tokens != b.hit.tokens) return a.hit.tokens > b.hit.tokens;
     if (a.avail != b.avail) return a.avail > b.avail;
     return running_on(a.device) < running_on(b.device);
   });

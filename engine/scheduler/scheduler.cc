@@ -33,6 +33,11 @@ Status SchedulerOptions::Validate() const {
   if (admission_reserve_pages < 0) return InvalidArgument("admission_reserve_pages must be >= 0");
   if (max_seq < 2) return InvalidArgument("max_seq must be >= 2");
   if (vocab < 1) return InvalidArgument("vocab must be >= 1");
+  if (!(cache_threshold >= 0 && cache_threshold <= 1)) {
+    return InvalidArgument("cache_threshold must be in [0, 1]");
+  }
+  if (balance_abs_threshold < 0) return InvalidArgument("balance_abs_threshold must be >= 0");
+  if (!(balance_rel_threshold >= 1)) return InvalidArgument("balance_rel_threshold must be >= 1");
   return Status::Ok();
 }
 

@@ -40,9 +40,17 @@
 // Prefix cache (options.prefix_cache; engine/prefix_cache/radix_cache.h), one
 // RadixCache per device, since a request can only read pages of its home
 // device:
-//   - admission matches the request's tokens against every device's tree and
-//     prefers the device with the longest hit (then the most free pages); a
-//     hit pins the node, reuses its pages and (hybrid) copies its checkpoint;
+//   - admission matches the request's tokens against every device's tree.
+//     Cache affinity is bounded by load, as SGLang's cache-aware router
+//     does: while the devices are imbalanced (running requests: max - min >
+//     balance_abs_threshold AND max > balance_rel_threshold x min) the
+//     request goes to the least loaded device that fits; otherwise to the
+//     longest hit if it covers at least cache_threshold of the request's
+//     tokens, else to the most free pages. Unbounded affinity piles every
+//     request that shares a popular prefix onto one device: data-parallel
+//     attention then waits on that device each step. Wherever it goes, a
+//     hit there pins the node, reuses its pages and (hybrid) copies its
+//     checkpoint;
 //   - pages run short -> the tree's unlocked LRU leaves are evicted before
 //     anything is preempted; slots run short -> its LRU checkpoints;
 //   - publishing: every prefill chunk of a hybrid model snapshots the state
@@ -103,6 +111,13 @@ struct SchedulerOptions {
   // Reuse KV pages (and recurrent-state checkpoints) of earlier requests
   // with the same token prefix. Off: every request prefills from position 0.
   bool prefix_cache = true;
+  // Placement among devices (see "Prefix cache" above; the defaults are
+  // SGLang's model gateway's cache_aware policy): a hit decides the device
+  // only if it covers >= cache_threshold of the request's tokens and the
+  // devices' running counts are not imbalanced by both thresholds.
+  double cache_threshold = 0.3;
+  int balance_abs_threshold = 64;
+  double balance_rel_threshold = 1.5;
 
   // INVALID_ARGUMENT naming the first bad field.
   Status Validate() const;

@@ -160,6 +160,68 @@ TEST(PrefixCacheSchedulerTest, PrefersTheDeviceHoldingTheLongestPrefix) {
   EXPECT_EQ(b.seqs[0].start_pos, 24);
 }
 
+TEST(PrefixCacheSchedulerTest, AHitBelowTheCacheThresholdDoesNotDecideTheDevice) {
+  Pools pools(3, 64, 4);
+  Scheduler s(Opts(512, 8, 0, true), pools.ptrs);
+  int64_t now = 0;
+  ASSERT_THAT(s.Submit(Prompt(5, 8, 0, 40), now), IsOk());  // still running after the step
+  BatchInput first;
+  StepOnce(s, &now, &first);
+  const int home = first.seqs[0].device;
+  ASSERT_EQ(s.cache_stats(home).tree.cached_tokens, 8);
+  // 8 shared of 40 tokens: a 20% hit, under the 30% threshold. The request
+  // goes where the most pages are free, and reads no prefix there.
+  ASSERT_THAT(s.Submit(Prompt(5, 8, 32, 1), now), IsOk());
+  BatchInput b = s.Plan();
+  ASSERT_EQ(b.seqs.size(), 2u);  // the first one's decode and the new prompt
+  const SeqInput& fresh =
+      b.seqs[0].request_id == first.seqs[0].request_id ? b.seqs[1] : b.seqs[0];
+  EXPECT_NE(fresh.device, home);
+  EXPECT_EQ(fresh.start_pos, 0);
+}
+
+// Requests that all share one prefix: with affinity unbounded every one of
+// them would follow the first to its device. Once the running counts differ
+// by more than both thresholds, the least loaded device takes the next.
+TEST(PrefixCacheSchedulerTest, ImbalanceOverridesCacheAffinity) {
+  Pools pools(2, 256, 4);
+  SchedulerOptions o = Opts(512, 64, 0, true);
+  o.balance_abs_threshold = 4;
+  o.balance_rel_threshold = 1.5;
+  Scheduler s(o, pools.ptrs);
+  int64_t now = 0;
+  ASSERT_THAT(s.Submit(Prompt(7, 16, 0, 1), now), IsOk());
+  Drain(s, &now);  // the prefix is published on one device
+  for (int i = 0; i < 30; ++i) ASSERT_THAT(s.Submit(Prompt(7, 16, 4, 64, i), now), IsOk());
+  std::array<int, 2> per_device{};
+  BatchInput b;
+  // Admission is per plan; run until all 30 are admitted.
+  for (int step = 0; step < 40 && s.running() < 30; ++step) StepOnce(s, &now, &b);
+  ASSERT_EQ(s.running(), 30);
+  for (const SeqInput& q : b.seqs) ++per_device[q.device];
+  // Balanced enough for the thresholds: max - min <= 4 + 1 or max <= 1.5 min + 1.
+  const int most = std::max(per_device[0], per_device[1]);
+  const int least = std::min(per_device[0], per_device[1]);
+  EXPECT_TRUE(most - least <= 5 || most <= 1.5 * least + 1) << most << " vs " << least;
+  EXPECT_GT(least, 0);
+  // The device holding the prefix still served its share with hits.
+  EXPECT_GT(s.cache_hit_tokens_total(), 0);
+}
+
+TEST(PrefixCacheSchedulerTest, PlacementThresholdsAreValidated) {
+  SchedulerOptions o = Opts(512, 8, 0, true);
+  o.cache_threshold = 1.5;
+  EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("cache_threshold")));
+  o = Opts(512, 8, 0, true);
+  o.balance_rel_threshold = 0.5;
+  EXPECT_THAT(o.Validate(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("balance_rel_threshold")));
+  o = Opts(512, 8, 0, true);
+  o.balance_abs_threshold = -1;
+  EXPECT_THAT(o.Validate(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("balance_abs_threshold")));
+}
+
 TEST(PrefixCacheSchedulerTest, CachedPagesAreEvictedBeforeAnyRequestIsRetracted) {
   Pools pools(1, 12, 4);
   Scheduler s(Opts(512, 8, 0, true), pools.ptrs);
