@@ -30,12 +30,16 @@ nlohmann::json ResultJson(const Scenario& s, const std::vector<VariantResult>& r
                         {"requests", r.requests},
                         {"steps", r.steps},
                         {"switches", r.switches},
+                        {"switch_log", nlohmann::json::array()},
                         {"rebalances", r.rebalances},
                         {"sim_s", r.sim_s},
                         {"wall_s", r.wall_s},
                         {"output_tok_s", r.output_tok_s},
                         {"balancedness", r.balancedness},
                         {"phases", nlohmann::json::array()}};
+    for (const SwitchPoint& sp : r.switch_log) {
+      v["switch_log"].push_back({{"at_s", sp.at_s}, {"from", sp.from}, {"to", sp.to}});
+    }
     for (const PhaseResult& p : r.phases) {
       v["phases"].push_back({{"name", p.name},
                              {"metric", p.metric},

@@ -65,7 +65,15 @@ void ScenarioRecorder::OnRequestDone(const telemetry::RequestDone& d) {
 
 void ScenarioRecorder::OnEvent(const telemetry::Event& e) {
   if (e.phase != "done") return;
-  if (e.name == "switch") ++switches_;
+  if (e.name == "switch") {
+    ++switches_;
+    SwitchPoint sp;
+    sp.from = e.detail.value("from", std::string());
+    sp.to = e.detail.value("to", std::string());
+    // Observer events carry no envelope time; a switch completes between
+    // steps, so the last step's end dates it.
+    switch_log_.emplace_back(steps_.empty() ? 0 : steps_.back().end_us, std::move(sp));
+  }
   if (e.name == "rebalance") ++rebalances_;
 }
 
@@ -78,6 +86,10 @@ VariantResult ScenarioRecorder::Finish(const std::string& variant,
   r.requests = static_cast<int64_t>(done_.size());
   r.steps = static_cast<int64_t>(steps_.size());
   r.switches = switches_;
+  for (const auto& [t_us, sp] : switch_log_) {
+    r.switch_log.push_back(sp);
+    r.switch_log.back().at_s = static_cast<double>(t_us - workload_start_us) / 1e6;
+  }
   r.rebalances = rebalances_;
   const int64_t last_us = steps_.empty() ? workload_start_us : steps_.back().end_us;
   r.sim_s = static_cast<double>(last_us - workload_start_us) / 1e6;
@@ -231,6 +243,15 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
        << Fmt("%7.0f", static_cast<double>(r.steps)) << Fmt("%8.1f", r.sim_s)
        << Fmt("%9.1f", r.wall_s) << Fmt("%9.1f", r.wall_s > 0 ? r.sim_s / r.wall_s : 0)
        << Fmt("%11.0f", r.output_tok_s) << Fmt("%10.3f", r.balancedness) << "\n";
+  }
+  for (const VariantResult& r : results) {
+    if (r.switch_log.empty()) continue;
+    os << "  " << r.variant << " switched:";
+    for (const SwitchPoint& sp : r.switch_log) {
+      os << " " << sp.from << "->" << sp.to << Fmt(" at %.1fs", sp.at_s)
+         << (&sp == &r.switch_log.back() ? "" : ",");
+    }
+    os << "\n";
   }
   return os.str();
 }

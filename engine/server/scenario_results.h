@@ -42,15 +42,22 @@ struct PhaseResult {
   bool HigherIsBetter() const { return metric == "throughput"; }
 };
 
+// One completed TP <-> EP switch of a variant.
+struct SwitchPoint {
+  double at_s = 0;  // simulated seconds from the workload's start
+  std::string from, to;
+};
+
 struct VariantResult {
   std::string variant;
   std::vector<PhaseResult> phases;
   int64_t requests = 0;
   int64_t steps = 0;
-  int switches = 0;    // completed TP <-> EP switches
-  int rebalances = 0;  // completed live rebalances
-  double sim_s = 0;    // simulated seconds, start to the last step
-  double wall_s = 0;   // real seconds the run took
+  int switches = 0;                     // completed TP <-> EP switches
+  std::vector<SwitchPoint> switch_log;  // each of them, in order
+  int rebalances = 0;                   // completed live rebalances
+  double sim_s = 0;                     // simulated seconds, start to the last step
+  double wall_s = 0;                    // real seconds the run took
   double output_tok_s = 0;
   double balancedness = 0;  // mean over all steps
 };
@@ -85,6 +92,7 @@ class ScenarioRecorder final : public EngineObserver {
   std::vector<StepPoint> steps_;
   int64_t last_generated_ = 0;
   int switches_ = 0;
+  std::vector<std::pair<int64_t, SwitchPoint>> switch_log_;  // (t_us, from/to)
   int rebalances_ = 0;
 };
 

@@ -203,6 +203,31 @@ TEST(ScenarioTest, ShortBurstyRunGivesPerPhaseResultsForEveryVariant) {
   EXPECT_EQ(AutoVsBestStatic(results).size(), 5u);
 }
 
+// One burst well past T_h: auto switches to EP in it and back to TP after
+// it, and the results date each switch within its phase.
+TEST(ScenarioTest, AutoSwitchesAreDatedInTheResults) {
+  Result<Scenario> s = LoadScenario(costmodel::DefaultCatalogDir(), "moebius-bursty");
+  ASSERT_THAT(s, IsOk());
+  s->workload_args = {"--workload",   "bursty", "--phases",     "3:5,3:300,12:2",
+                      "--prompt-len", "128",    "--output-len", "128"};
+  s->phases = {{"quiet", "tpot"}, {"burst", "ttft"}, {"after", "tpot"}};
+  Result<VariantResult> r = RunScenarioVariant(*s, "auto", {});
+  ASSERT_THAT(r, IsOk());
+  ASSERT_GE(r->switches, 2);
+  ASSERT_EQ(r->switch_log.size(), static_cast<size_t>(r->switches));
+  const SwitchPoint& in = r->switch_log[0];
+  EXPECT_EQ(in.from, "TP");
+  EXPECT_EQ(in.to, "EP");
+  EXPECT_GT(in.at_s, 3.0);  // in the burst, [3 s, 6 s)
+  EXPECT_LT(in.at_s, 6.0);
+  const SwitchPoint& out = r->switch_log[1];
+  EXPECT_EQ(out.from, "EP");
+  EXPECT_EQ(out.to, "TP");
+  EXPECT_GT(out.at_s, in.at_s);
+  EXPECT_LE(r->switch_log.back().at_s, r->sim_s);
+  EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto switched: TP->EP at "));
+}
+
 // Seed 000's benchmark configuration: Ling-2.6-1T on 16 v7x chips = 32
 // devices, experts EP 32, attention TP 4 in 8 data-parallel groups, fp8.
 // With data-parallel attention (replicated attention weights) the weights
