@@ -99,30 +99,53 @@ Grid DrawEngineStrip(const std::vector<Snapshot>& engines, const std::vector<std
 Grid DrawEngineTable(const std::vector<Snapshot>& engines, const std::vector<std::string>& names,
                      Rect r) {
   Grid g(r.w, r.h);
-  constexpr int kNum = 10, kName = 22, kState = 9, kRun = 14, kLayout = 12;
+  constexpr int kNum = 10, kState = 9;
+  const auto layout_of = [](const Snapshot& s) {
+    return s.have_meta ? std::to_string(s.meta.devices) + " dev " + s.meta.layout
+                       : std::string("-");
+  };
+  // Name, run and layout columns as wide as their longest entry (at most
+  // 22, 14 and 12); name and run narrowed (with an ellipsis) when the
+  // figures would not fit the width.
+  int name_w = DisplayWidth("engine"), run_w = DisplayWidth("run");
+  int layout_w = DisplayWidth("layout");
+  for (size_t i = 0; i < engines.size(); ++i) {
+    name_w = std::max(name_w, DisplayWidth(names[i]));
+    run_w = std::max(run_w, DisplayWidth(engines[i].run));
+    layout_w = std::max(layout_w, DisplayWidth(layout_of(engines[i])));
+  }
+  name_w = std::min(name_w + 1, 22);
+  run_w = std::min(run_w + 1, 14);
+  layout_w = std::min(layout_w + 1, 12);
+  const int spare = r.w - (4 + 1 + kState + 1 + layout_w + 2 * kNum + 2 * (kNum - 2));
+  while (name_w + run_w > spare && (name_w > 7 || run_w > 7)) {
+    if (name_w >= run_w && name_w > 7) {
+      --name_w;
+    } else {
+      --run_w;
+    }
+  }
   const auto row = [&](int y, const std::string& num, const std::string& name,
                        const std::string& state, const std::string& run, const std::string& layout,
                        double prefill, double decode, int running, int waiting, Style st) {
     std::string line =
-        Fit(num, 4, false) + Fit(name, kName, false) + " " + Fit(state, kState, false) +
-        Fit(run, kRun, false) + " " + Fit(layout, kLayout, false) +
+        Fit(num, 4, false) + Fit(name, name_w, false) + " " + Fit(state, kState, false) +
+        Fit(run, run_w, false) + " " + Fit(layout, layout_w, false) +
         Fit(FormatRate(prefill), kNum, true) + Fit(FormatRate(decode), kNum, true) +
         Fit(FormatCount(running), kNum - 2, true) + Fit(FormatCount(waiting), kNum - 2, true);
     g.Put(0, y, line, st);
   };
   g.Put(0, 0,
-        Fit("#", 4, false) + Fit("engine", kName, false) + " " + Fit("state", kState, false) +
-            Fit("run", kRun, false) + " " + Fit("layout", kLayout, false) +
+        Fit("#", 4, false) + Fit("engine", name_w, false) + " " + Fit("state", kState, false) +
+            Fit("run", run_w, false) + " " + Fit("layout", layout_w, false) +
             Fit("prefill", kNum, true) + Fit("decode", kNum, true) +
             Fit("running", kNum - 2, true) + Fit("waiting", kNum - 2, true),
         theme::kTitle);
   int y = 1;
   for (size_t i = 0; i < engines.size() && y < r.h; ++i, ++y) {
     const Snapshot& s = engines[i];
-    const std::string layout =
-        s.have_meta ? std::to_string(s.meta.devices) + " dev " + s.meta.layout : "-";
     row(y, std::to_string(i + 1), names[i], ConnStateName(s.conn), s.run.empty() ? "-" : s.run,
-        layout, s.cur_prefill_tps, s.cur_decode_tps, s.cur_running, s.cur_waiting,
+        layout_of(s), s.cur_prefill_tps, s.cur_decode_tps, s.cur_running, s.cur_waiting,
         s.conn == ConnState::kLost ? theme::kBad : theme::kNormal);
   }
   if (y < r.h) {

@@ -1,5 +1,6 @@
 // Golden snapshots of whole frames: every view, the help overlay, the replay
-// compare overlay and the run browser, at 80x24 and 200x60, in four states
+// compare overlay, the run browser and the several-engine frames, at 80x24
+// and 200x60, in four states
 // (empty: nothing received; live; disconnected: heartbeats stopped 12.5 s
 // ago; replay: a stored run paused at its end), from the deterministic run
 // of snapshot_fixture.h. Each frame is compared, trailing spaces stripped
@@ -26,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "console/draw/browser.h"
+#include "console/draw/engines.h"
 #include "console/draw/views.h"
 #include "tests/console/draw/snapshot_fixture.h"
 
@@ -256,6 +258,46 @@ void CheckReplayPanels() {
 
 TEST(ConsoleDrawSnapshot, ReplayCompareAndRunBrowser) { CheckReplayPanels(); }
 
+// Several engines (moe-console --connect twice): every view of "all" (the
+// engine strip above per-engine tables, merged or side-by-side views), and
+// one engine selected. The two are the live and the disconnected fixture.
+constexpr const char* kEngineNames[] = {"prefill-a", "decode-b"};
+
+void CheckEngineFrame(const std::vector<Snapshot>& snaps, const ViewState& v, int w, int h,
+                      const std::string& name) {
+  SCOPED_TRACE(name);
+  const Grid g = DrawEngineFrame(snaps, {kEngineNames[0], kEngineNames[1]}, v, w, h);
+  ASSERT_EQ(g.width(), w);
+  ASSERT_EQ(g.height(), h);
+  for (int y = 0; y < h; ++y) {
+    EXPECT_EQ(DisplayWidth(g.Row(y)), w) << "row " << y + 1;
+    EXPECT_FALSE(HasWord(g.Row(y), "nan") || HasWord(g.Row(y), "inf")) << g.Row(y);
+  }
+  EXPECT_NE(g.Row(0).find(kEngineNames[0]), std::string::npos) << g.Row(0);
+  EXPECT_NE(g.Row(0).find(kEngineNames[1]), std::string::npos) << g.Row(0);
+  CheckGolden(name, g);
+}
+
+TEST(ConsoleDrawSnapshot, SeveralEngines) {
+  const std::vector<Snapshot> snaps = {testing::SnapStateSnapshot(SnapState::kLive),
+                                       testing::SnapStateSnapshot(SnapState::kLost)};
+  for (const auto& size : kSizes) {
+    const int w = size[0], h = size[1];
+    for (int i = 0; i < kViewCount; ++i) {
+      ViewState v;
+      v.view = static_cast<View>(i);
+      v.engine_count = 2;
+      v.engine = -1;
+      CheckEngineFrame(snaps, v, w, h,
+                       Name("engines-all-" + Lower(ViewTitle(v.view)), "live", w, h));
+    }
+    ViewState one;
+    one.engine_count = 2;
+    one.engine = 1;
+    CheckEngineFrame(snaps, one, w, h, Name("engines-b-overview", "live", w, h));
+  }
+}
+
 // Every golden file belongs to a frame this test draws, so a renamed view
 // or a dropped case leaves no stale file behind.
 TEST(ConsoleDrawSnapshot, NoStaleGoldens) {
@@ -274,6 +316,12 @@ TEST(ConsoleDrawSnapshot, NoStaleGoldens) {
     want.insert(Name("compare", "replay", size[0], size[1]) + ".txt");
     want.insert(Name("browser", "replay", size[0], size[1]) + ".txt");
     want.insert(Name("browser", "empty", size[0], size[1]) + ".txt");
+    for (int i = 0; i < kViewCount; ++i) {
+      want.insert(
+          Name("engines-all-" + Lower(ViewTitle(static_cast<View>(i))), "live", size[0], size[1]) +
+          ".txt");
+    }
+    want.insert(Name("engines-b-overview", "live", size[0], size[1]) + ".txt");
   }
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(SY_GOLDEN_DIR)) {
@@ -285,7 +333,7 @@ TEST(ConsoleDrawSnapshot, NoStaleGoldens) {
   for (const std::string& f : want) {
     EXPECT_TRUE(files.count(f)) << "missing golden: " << SY_GOLDEN_DIR << "/" << f;
   }
-  EXPECT_EQ(want.size(), 62u);
+  EXPECT_EQ(want.size(), 76u);
 }
 
 }  // namespace
