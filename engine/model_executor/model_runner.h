@@ -267,6 +267,14 @@ class ModelRunner {
     (void)target;
     return Status::Ok();
   }
+  // Per device, the KV pages in use beyond what `target` holds (0 where
+  // they fit; empty: both layouts hold the same pages, as here). Pages the
+  // prefix cache holds unpinned count as in use: the engine evicts that many
+  // of them before a switch (docs/SIMULATION.md "Capacity check").
+  virtual std::vector<int> LayoutOverflowPages(ParallelMode target) const {
+    (void)target;
+    return {};
+  }
   // Runner thread, between steps: carries out re-homed requests' copies
   // (Scheduler::Rehome, engine/scheduler/rehome.h) in either layout
   // (parallel_switch.h MoveRequestState). INVALID_ARGUMENT, nothing

@@ -57,20 +57,10 @@ Scheduler::Placement Scheduler::PickDevice(const Request& r) {
     if (!Fits(r, d, static_cast<int>(hit.pages.size()))) continue;
     cands.push_back({d, AvailablePages(d), std::move(hit)});
   }
-  int most = 0, least = std::numeric_limits<int>::max(), best_hit = 0;
-  for (int d = 0; d < devices(); ++d) {
-    most = std::max(most, running_on(d));
-    least = std::min(least, running_on(d));
-  }
+  int best_hit = 0;
   for (const Candidate& c : cands) best_hit = std::max(best_hit, c.hit.tokens);
-  const bool imbalanced = most - least > options_.balance_abs_threshold &&
-                          most > options_.balance_rel_threshold * least;
-  const bool affinity =
-      !imbalanced && total > 0 && best_hit >= options_.cache_threshold * total && best_hit > 0;
+  const bool affinity = best_hit > 0 && best_hit >= options_.cache_threshold * total;
   std::stable_sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
-    if (imbalanced && running_on(a.device) != running_on(b.device)) {
-      return running_on(a.device) < running_on(b.device);
-    }
     if (affinity && a.hit.tokens != b.hit.tokens) return a.hit.tokens > b.hit.tokens;
     if (a.avail != b.avail) return a.avail > b.avail;
     return running_on(a.device) < running_on(b.device);
@@ -171,6 +161,12 @@ int Scheduler::FlushCache() {
     if (needs_slot(d)) caches_[d]->EvictSlots(std::numeric_limits<int>::max());
   }
   return freed;
+}
+
+int Scheduler::EvictCachePages(int device, int pages) {
+  if (!prefix_cache() || pages <= 0) return 0;
+  // RadixCache::EvictPages takes the free pages wanted, not a count.
+  return caches_[device]->EvictPages(pools_[device]->free_pages() + pages);
 }
 
 CacheStats Scheduler::cache_stats(int device) const {

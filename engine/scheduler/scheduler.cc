@@ -36,8 +36,6 @@ Status SchedulerOptions::Validate() const {
   if (!(cache_threshold >= 0 && cache_threshold <= 1)) {
     return InvalidArgument("cache_threshold must be in [0, 1]");
   }
-  if (balance_abs_threshold < 0) return InvalidArgument("balance_abs_threshold must be >= 0");
-  if (!(balance_rel_threshold >= 1)) return InvalidArgument("balance_rel_threshold must be >= 1");
   return Status::Ok();
 }
 

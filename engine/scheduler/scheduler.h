@@ -40,17 +40,15 @@
 // Prefix cache (options.prefix_cache; engine/prefix_cache/radix_cache.h), one
 // RadixCache per device, since a request can only read pages of its home
 // device:
-//   - admission matches the request's tokens against every device's tree.
-//     Cache affinity is bounded by load, as SGLang's cache-aware router
-//     does: while the devices are imbalanced (running requests: max - min >
-//     balance_abs_threshold AND max > balance_rel_threshold x min) the
-//     request goes to the least loaded device that fits; otherwise to the
-//     longest hit if it covers at least cache_threshold of the request's
-//     tokens, else to the most free pages. Unbounded affinity piles every
-//     request that shares a popular prefix onto one device: data-parallel
-//     attention then waits on that device each step. Wherever it goes, a
-//     hit there pins the node, reuses its pages and (hybrid) copies its
-//     checkpoint;
+//   - admission matches the request's tokens against every device's tree
+//     and prefers the device with the longest hit if that hit covers at
+//     least cache_threshold of the request's tokens (as SGLang's cache-aware
+//     router does), else the most free pages. Short hits (a common opening
+//     sentence) would otherwise pile requests onto one device, and data-
+//     parallel attention waits on that device every step; long hits (a
+//     rollout's repeated prompt) save a whole prefill and keep their
+//     affinity. Wherever it goes, a hit there pins the node, reuses its
+//     pages and (hybrid) copies its checkpoint;
 //   - pages run short -> the tree's unlocked LRU leaves are evicted before
 //     anything is preempted; slots run short -> its LRU checkpoints;
 //   - publishing: every prefill chunk of a hybrid model snapshots the state
@@ -111,13 +109,10 @@ struct SchedulerOptions {
   // Reuse KV pages (and recurrent-state checkpoints) of earlier requests
   // with the same token prefix. Off: every request prefills from position 0.
   bool prefix_cache = true;
-  // Placement among devices (see "Prefix cache" above; the defaults are
-  // SGLang's model gateway's cache_aware policy): a hit decides the device
-  // only if it covers >= cache_threshold of the request's tokens and the
-  // devices' running counts are not imbalanced by both thresholds.
+  // Placement among devices (see "Prefix cache" above): a hit decides the
+  // device only if it covers >= cache_threshold of the request's tokens
+  // (0.3: the default of SGLang's model gateway, cache_aware policy).
   double cache_threshold = 0.3;
-  int balance_abs_threshold = 64;
-  double balance_rel_threshold = 1.5;
 
   // INVALID_ARGUMENT naming the first bad field.
   Status Validate() const;
@@ -206,6 +201,10 @@ class Scheduler {
   // Evicts every unlocked node of every device's cache; returns pages freed.
   // Once idle(), the pools are then exactly as constructed.
   int FlushCache();
+  // Evicts up to `pages` of `device`'s unlocked cached pages, least recently
+  // used first (before a switch to a layout that holds fewer pages); returns
+  // the pages freed (0 with the cache off).
+  int EvictCachePages(int device, int pages);
   bool prefix_cache() const { return !caches_.empty(); }
   CacheStats cache_stats(int device) const;
 

@@ -228,6 +228,10 @@ class Engine {
   // scheduler/rehome.h) and moves their state; the figures for the switch
   // event. INTERNAL if the runner refused the copies (a bug).
   Result<nlohmann::json> RehomeForEp();
+  // Whether evicting unpinned prefix-cache pages lets `target` hold the KV
+  // in use; MakeRoomForLayout evicts them (returns the pages freed).
+  bool CacheCanMakeRoom(ParallelMode target) const;
+  int MakeRoomForLayout(ParallelMode target);
   Result<nlohmann::json> SwitchTo(ParallelMode target, const FaultPlan* fault,
                                   const std::string& why);
   nlohmann::json PolicyJson() const;

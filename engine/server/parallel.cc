@@ -95,6 +95,9 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
   if (from == ParallelMode::kTP && target == ParallelMode::kEP) {
     ASSIGN_OR_RETURN(rehome, RehomeForEp());
   }
+  // Cached prefixes give way to the layout (only when that is enough: a
+  // switch refused anyway keeps its cache).
+  const int evicted = CacheCanMakeRoom(target) ? MakeRoomForLayout(target) : 0;
   Result<SwitchStats> s = runner_->SwitchParallelism(target, fault);
   if (!s.ok()) {
     const bool rolled_back = s.status().code() == StatusCode::kUnavailable;
@@ -111,6 +114,7 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
   }
   json detail = StatsJson(*s);
   detail["why"] = why;
+  detail["evicted_cache_pages"] = evicted;
   if (!rehome.is_null()) detail["rehome"] = rehome;
   if (s->layers > 0) {
     ++stats_.switches;
@@ -125,6 +129,23 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
     PublishMeta();  // the layout changed; late joiners and the header read it there
   }
   return detail;
+}
+
+bool Engine::CacheCanMakeRoom(ParallelMode target) const {
+  const std::vector<int> over = runner_->LayoutOverflowPages(target);
+  for (size_t d = 0; d < over.size(); ++d) {
+    if (over[d] > scheduler_->cache_stats(static_cast<int>(d)).tree.evictable_pages) return false;
+  }
+  return true;
+}
+
+int Engine::MakeRoomForLayout(ParallelMode target) {
+  const std::vector<int> over = runner_->LayoutOverflowPages(target);
+  int evicted = 0;
+  for (size_t d = 0; d < over.size(); ++d) {
+    evicted += scheduler_->EvictCachePages(static_cast<int>(d), over[d]);
+  }
+  return evicted;
 }
 
 Result<json> Engine::RehomeForEp() {
@@ -277,11 +298,10 @@ void Engine::ObservePolicy() {
   obs.transition_in_progress = applier_ && applier_->busy();
   // Seed 003 §7.1: the other layout must hold every resident request's KV
   // (the sim's TP replicates KV heads when they are fewer than the devices).
-  obs.other_layout_fits =
-      runner_
-          ->CheckLayoutCapacity(obs.layout == PolicyLayout::kTp ? ParallelMode::kEP
-                                                                : ParallelMode::kTP)
-          .ok();
+  // Unpinned prefix-cache pages do not count: SwitchTo evicts them first.
+  const ParallelMode other =
+      obs.layout == PolicyLayout::kTp ? ParallelMode::kEP : ParallelMode::kTP;
+  obs.other_layout_fits = runner_->CheckLayoutCapacity(other).ok() || CacheCanMakeRoom(other);
   obs.rollout = options_.workload.kind == WorkloadKind::kRollout;
   const Decision d = policy_->Observe(obs);
   last_decision_ = d;

@@ -209,6 +209,13 @@ int SimRunner::KvCapacity(ParallelMode mode) const {
   return std::max(1, static_cast<int>(pages * KvSplit(mode) / AttentionDevices(mode)));
 }
 
+std::vector<int> SimRunner::LayoutOverflowPages(ParallelMode target) const {
+  const int cap = KvCapacity(target);
+  std::vector<int> out(options_.devices, 0);
+  for (int d = 0; d < options_.devices; ++d) out[d] = std::max(0, kv_[d]->used_pages() - cap);
+  return out;
+}
+
 Status SimRunner::CheckLayoutCapacity(ParallelMode target) const {
   const int cap = KvCapacity(target), p = options_.devices, split = KvSplit(target);
   const int t = AttentionDevices(target);

@@ -45,6 +45,7 @@ class SimRunner final : public ModelRunner {
   ParallelMode parallel_mode() const override { return mode_; }
   Result<SwitchStats> SwitchParallelism(ParallelMode target, const FaultPlan* fault) override;
   Status CheckLayoutCapacity(ParallelMode target) const override;
+  std::vector<int> LayoutOverflowPages(ParallelMode target) const override;
   Status MoveRequestState(const std::vector<StateMove>& moves) override;
   const SwitchStats& last_switch() const override { return last_switch_; }
   const UnifiedExpertBuffer* expert_buffer(int) const override { return nullptr; }

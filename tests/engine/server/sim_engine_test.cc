@@ -3,7 +3,10 @@
 // clock, telemetry stamped with simulated time, the backend in the run's
 // metadata, commands (switch) priced by the cost model, and scenarios
 // parsed and run headless to per-phase results.
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "engine/server/scenario.h"
 #include "engine/server/scenario_results.h"
@@ -127,8 +130,8 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
 TEST(ScenarioTest, CatalogueScenariosParse) {
   const std::string dir = costmodel::DefaultCatalogDir();
   const std::vector<std::string> names = ScenarioNames(dir);
-  for (const char* want :
-       {"moebius-bursty", "moebius-rollout", "deepseek-ep72-decode", "ling-tpu-decode"}) {
+  for (const char* want : {"moebius-bursty", "moebius-bursty-5x", "moebius-rollout",
+                           "deepseek-ep72-decode", "ling-tpu-decode"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   for (const std::string& n : names) {
@@ -168,6 +171,45 @@ TEST(ScenarioTest, BadScenariosAreRefusedWithTheField) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown metric 'fast'")));
   EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"], "devices": "8"})"),
               StatusIs(StatusCode::kInvalidArgument));
+}
+
+class DoneCounter final : public EngineObserver {
+ public:
+  void OnRequestDone(const telemetry::RequestDone&) override { ++done; }
+  std::atomic<int> done{0};
+};
+
+// EP -> TP when TP holds fewer pages (4 KV heads on 8 devices): finished
+// requests' prefixes stay in the prefix cache and fill more than TP holds.
+// The switch evicts those unpinned pages first instead of being refused
+// (which had kept `auto` in EP for good after a burst).
+TEST_F(EngineTest, SwitchToTpEvictsCachedPagesTheLayoutCannotHold) {
+  EngineOptions o = SimOptionsFor(pub_, ctl_);
+  o.runner.kv_pages_per_device = 200;  // TP: 100 per home
+  DoneCounter obs;
+  o.observer = &obs;
+  auto engine = Engine::Create(std::move(o));
+  ASSERT_THAT(engine.status(), IsOk());
+  auto client = telemetry::ControlClient::Connect(ctl_);
+  ASSERT_THAT(client.status(), IsOk());
+  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  // A failed ASSERT returns early: stop the engine so `run` can finish.
+  struct StopOnExit {
+    Engine* e;
+    ~StopOnExit() { e->RequestStop(); }
+  } stop{engine->get()};
+  for (int i = 0; i < 3000 && obs.done.load() < 60; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(obs.done.load(), 60);
+  telemetry::CommandReply st = Call(**client, "status");
+  ASSERT_TRUE(st.ok) << st.error_message;
+  telemetry::CommandReply sw = Call(**client, "switch", {{"to", "tp"}});
+  ASSERT_TRUE(sw.ok) << sw.error_message;
+  EXPECT_GT(sw.result.value("evicted_cache_pages", 0), 0) << sw.result.dump();
+  EXPECT_EQ(sw.result.value("to", ""), "TP") << sw.result.dump();
+  (*engine)->RequestStop();
+  EXPECT_THAT(run.get(), IsOk());
 }
 
 // A twentieth of moebius-bursty, every variant: the structure of the results
