@@ -201,9 +201,10 @@ class Scheduler {
   // Evicts every unlocked node of every device's cache; returns pages freed.
   // Once idle(), the pools are then exactly as constructed.
   int FlushCache();
-  // Evicts up to `pages` of `device`'s unlocked cached pages, least recently
-  // used first (before a switch to a layout that holds fewer pages); returns
-  // the pages freed (0 with the cache off).
+  // Evicts `device`'s unlocked cached pages, least recently used first,
+  // until `pages` more are free (whole leaves, so possibly a few more) or
+  // none is left to evict; before a switch to a layout that holds fewer
+  // pages. Returns the pages freed (0 with the cache off).
   int EvictCachePages(int device, int pages);
   bool prefix_cache() const { return !caches_.empty(); }
   CacheStats cache_stats(int device) const;
