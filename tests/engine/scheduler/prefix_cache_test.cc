@@ -144,14 +144,23 @@ TEST(PrefixCacheSchedulerTest, HybridDecodeCheckpointIsPublishedAtFinish) {
   EXPECT_GE(b.seqs[0].state_copy_from, 0);
 }
 
+// Submits `spec` and runs one step (its prefill, which publishes its
+// prefix); returns the device it went to and, in *id, its request id.
+int PrefillOne(Scheduler& s, int64_t* now, RequestSpec spec, int64_t* id = nullptr) {
+  EXPECT_THAT(s.Submit(std::move(spec), *now), IsOk());
+  BatchInput first;
+  StepOnce(s, now, &first);
+  EXPECT_EQ(first.seqs.size(), 1u);
+  if (first.seqs.empty()) return -1;
+  if (id != nullptr) *id = first.seqs[0].request_id;
+  return first.seqs[0].device;
+}
+
 TEST(PrefixCacheSchedulerTest, PrefersTheDeviceHoldingTheLongestPrefix) {
   Pools pools(3, 64, 4);
   Scheduler s(Opts(512, 8, 0, true), pools.ptrs);
   int64_t now = 0;
-  ASSERT_THAT(s.Submit(Prompt(5, 24, 0, 1), now), IsOk());
-  BatchInput first;
-  StepOnce(s, &now, &first);
-  const int home = first.seqs[0].device;
+  const int home = PrefillOne(s, &now, Prompt(5, 24, 0, 1));
   // Device `home` now has fewer free pages than the others, yet holds the prefix.
   ASSERT_THAT(s.Submit(Prompt(5, 24, 3, 1), now), IsOk());
   BatchInput b = s.Plan();
@@ -164,17 +173,15 @@ TEST(PrefixCacheSchedulerTest, AHitBelowTheCacheThresholdDoesNotDecideTheDevice)
   Pools pools(3, 64, 4);
   Scheduler s(Opts(512, 8, 0, true), pools.ptrs);
   int64_t now = 0;
-  ASSERT_THAT(s.Submit(Prompt(5, 8, 0, 40), now), IsOk());  // still running after the step
-  BatchInput first;
-  StepOnce(s, &now, &first);
-  const int home = first.seqs[0].device;
+  int64_t first_id = -1;
+  const int home = PrefillOne(s, &now, Prompt(5, 8, 0, 40), &first_id);  // still running
   ASSERT_EQ(s.cache_stats(home).tree.cached_tokens, 8);
   // 8 shared of 40 tokens: a 20% hit, under the 30% threshold. The request
   // goes where the most pages are free, and reads no prefix there.
   ASSERT_THAT(s.Submit(Prompt(5, 8, 32, 1), now), IsOk());
   BatchInput b = s.Plan();
   ASSERT_EQ(b.seqs.size(), 2u);  // the first one's decode and the new prompt
-  const SeqInput& fresh = b.seqs[0].request_id == first.seqs[0].request_id ? b.seqs[1] : b.seqs[0];
+  const SeqInput& fresh = b.seqs[0].request_id == first_id ? b.seqs[1] : b.seqs[0];
   EXPECT_NE(fresh.device, home);
   EXPECT_EQ(fresh.start_pos, 0);
 }
@@ -187,10 +194,7 @@ TEST(PrefixCacheSchedulerTest, ALongHitKeepsItsDeviceHoweverLoaded) {
   Pools pools(2, 256, 4);
   Scheduler s(Opts(512, 64, 0, true), pools.ptrs);
   int64_t now = 0;
-  ASSERT_THAT(s.Submit(Prompt(7, 40, 0, 1), now), IsOk());
-  BatchInput first;
-  StepOnce(s, &now, &first);
-  const int home = first.seqs[0].device;
+  const int home = PrefillOne(s, &now, Prompt(7, 40, 0, 1));
   Drain(s, &now);
   for (int i = 0; i < 12; ++i) ASSERT_THAT(s.Submit(Prompt(7, 40, 0, 32), now), IsOk());
   BatchInput b = s.Plan();
