@@ -23,7 +23,7 @@
 # Off by default: with the PCH, GCC 12 reports false -Warray-bounds inside
 # libstdc++ (std::string) at -O3 in a few files that build clean without it.
 # The -O1 sanitizer build does not; scripts/build --sanitize turns it on
-# (~7.5 instead of ~11.5 min on 2 cores). -DSY_PCH=ON for faster local builds.
+# (~8.5 instead of ~11.5 min on 2 cores). -DSY_PCH=ON for faster local builds.
 set(_sy_pch_default OFF)
 option(SY_PCH "Precompile the heavy third-party headers (off under ccache)" ${_sy_pch_default})
 
