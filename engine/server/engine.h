@@ -229,8 +229,10 @@ class Engine {
   // event. INTERNAL if the runner refused the copies (a bug).
   Result<nlohmann::json> RehomeForEp();
   // Whether evicting unpinned prefix-cache pages lets `target` hold the KV
-  // in use; MakeRoomForLayout evicts them (returns the pages freed).
+  // in use (CacheCovers: for a given per-device overflow). MakeRoomForLayout
+  // evicts them if that is enough, else nothing; returns the pages freed.
   bool CacheCanMakeRoom(ParallelMode target) const;
+  bool CacheCovers(const std::vector<int>& overflow) const;
   int MakeRoomForLayout(ParallelMode target);
   Result<nlohmann::json> SwitchTo(ParallelMode target, const FaultPlan* fault,
                                   const std::string& why);

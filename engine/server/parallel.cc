@@ -95,9 +95,7 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
   if (from == ParallelMode::kTP && target == ParallelMode::kEP) {
     ASSIGN_OR_RETURN(rehome, RehomeForEp());
   }
-  // Cached prefixes give way to the layout (only when that is enough: a
-  // switch refused anyway keeps its cache).
-  const int evicted = CacheCanMakeRoom(target) ? MakeRoomForLayout(target) : 0;
+  const int evicted = MakeRoomForLayout(target);
   Result<SwitchStats> s = runner_->SwitchParallelism(target, fault);
   if (!s.ok()) {
     const bool rolled_back = s.status().code() == StatusCode::kUnavailable;
@@ -132,7 +130,10 @@ Result<json> Engine::SwitchTo(ParallelMode target, const FaultPlan* fault, const
 }
 
 bool Engine::CacheCanMakeRoom(ParallelMode target) const {
-  const std::vector<int> over = runner_->LayoutOverflowPages(target);
+  return CacheCovers(runner_->LayoutOverflowPages(target));
+}
+
+bool Engine::CacheCovers(const std::vector<int>& over) const {
   for (size_t d = 0; d < over.size(); ++d) {
     if (over[d] > scheduler_->cache_stats(static_cast<int>(d)).tree.evictable_pages) return false;
   }
@@ -140,7 +141,9 @@ bool Engine::CacheCanMakeRoom(ParallelMode target) const {
 }
 
 int Engine::MakeRoomForLayout(ParallelMode target) {
+  // Only when eviction is enough: a switch refused anyway keeps its cache.
   const std::vector<int> over = runner_->LayoutOverflowPages(target);
+  if (!CacheCovers(over)) return 0;
   int evicted = 0;
   for (size_t d = 0; d < over.size(); ++d) {
     evicted += scheduler_->EvictCachePages(static_cast<int>(d), over[d]);
