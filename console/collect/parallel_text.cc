@@ -113,13 +113,25 @@ std::string FitText(const json& d) {
          (JsonBool(d, "applied") ? " (applied to the policy)" : " (not applied)");
 }
 
+// ", prompt 512 (simulated)" from a calibrate start's fields; empty for an
+// engine that sends neither (older runs: prompt 16 on the wall clock).
+std::string CalibrateShape(const json& d) {
+  std::string t;
+  if (const int64_t prompt = JsonInt(d, "prompt_len"); prompt > 0) {
+    t += ", prompt " + std::to_string(prompt);
+  }
+  if (JsonStr(d, "clock") == "simulated") t += " (simulated)";
+  return t;
+}
+
 std::vector<LogLine> CalibrateLines(const telemetry::Event& e) {
   const json& d = e.detail;
   const int64_t t = e.env.t_us;
   if (e.phase == "started") {
     std::string text = "calibrate started: batches " +
                        BatchList(d.is_object() && d.contains("batches") ? d["batches"] : json()) +
-                       ", " + std::to_string(JsonInt(d, "steps")) + " steps each";
+                       ", " + std::to_string(JsonInt(d, "steps")) + " steps each" +
+                       CalibrateShape(d);
     if (JsonBool(d, "apply")) text += ", apply";
     return {LogLine{t, LogLevel::kInfo, std::move(text)}};
   }
@@ -303,7 +315,7 @@ std::string ParallelReplyText(const std::string& cmd, const json& result) {
   if (cmd == "calibrate") {
     return "started: batches " +
            BatchList(result.contains("batches") ? result["batches"] : json()) + ", " +
-           std::to_string(JsonInt(result, "steps")) + " steps each" +
+           std::to_string(JsonInt(result, "steps")) + " steps each" + CalibrateShape(result) +
            (JsonBool(result, "apply") ? ", apply" : "") + "; result in the Log";
   }
   return "";

@@ -53,6 +53,7 @@ std::vector<LogLine> ParallelEventLines(const telemetry::Event& e);
 //   switch     "EP -> TP in 12.5 ms" / "already TP"
 //   policy     the engine's `describe` line (or mode and thresholds)
 //   calibrate  "started: batches 1,4,16,64, 8 steps each; result in the Log"
+//              (", prompt 512 (simulated)" after "each" when the engine says)
 // "" for other commands.
 std::string ParallelReplyText(const std::string& cmd, const nlohmann::json& result);
 

@@ -148,9 +148,18 @@ Status ParsePolicy(const std::vector<std::string>& words, ParsedCommand& out) {
 }
 
 Status ParseCalibrate(const std::vector<std::string>& words, ParsedCommand& out) {
-  bool apply = false, have_batches = false, have_steps = false;
+  bool apply = false, have_batches = false;
   std::string text = "calibrate";
-  std::string batches_text, steps_text;
+  std::string batches_text, steps_text, prompt_text;
+  // steps=N and prompt=N: the engine's "steps" and "prompt_len".
+  struct Keyed {
+    const char* word;
+    const char* arg;
+    int64_t max;
+    std::string* text;
+  };
+  const Keyed keyed[] = {{"steps", "steps", 1000, &steps_text},
+                         {"prompt", "prompt_len", 1 << 20, &prompt_text}};
   for (size_t i = 1; i < words.size(); ++i) {
     std::string w = words[i];
     if (Lower(w) == "apply") {
@@ -158,14 +167,22 @@ Status ParseCalibrate(const std::vector<std::string>& words, ParsedCommand& out)
       apply = true;
       continue;
     }
-    if (Lower(w).rfind("steps=", 0) == 0) {
-      if (have_steps) return InvalidArgument("calibrate: steps given twice");
-      const std::string v = w.substr(6);
-      const auto n = Integer(v, 1, 1000);
-      if (!n) return InvalidArgument("bad calibrate steps '" + v + "': expected 1 to 1000");
-      out.request.args["steps"] = *n;
-      have_steps = true;
-      steps_text = "steps=" + v;
+    const Keyed* key = nullptr;
+    for (const Keyed& k : keyed) {
+      if (Lower(w).rfind(std::string(k.word) + "=", 0) == 0) key = &k;
+    }
+    if (key) {
+      if (!key->text->empty()) {
+        return InvalidArgument(std::string("calibrate: ") + key->word + " given twice");
+      }
+      const std::string v = w.substr(std::string(key->word).size() + 1);
+      const auto n = Integer(v, 1, key->max);
+      if (!n) {
+        return InvalidArgument(std::string("bad calibrate ") + key->word + " '" + v +
+                               "': expected 1 to " + std::to_string(key->max));
+      }
+      out.request.args[key->arg] = *n;
+      *key->text = std::string(key->word) + "=" + v;
       continue;
     }
     if (have_batches) {
@@ -185,7 +202,7 @@ Status ParseCalibrate(const std::vector<std::string>& words, ParsedCommand& out)
       if (!b) {
         return InvalidArgument("bad calibrate batch '" + item + "' in '" + words[i] +
                                "': expected batch sizes from 1 to 65536 like 1,4,16,64 "
-                               "(or apply, steps=N)");
+                               "(or apply, steps=N, prompt=N)");
       }
       if (std::find(values.begin(), values.end(), *b) != values.end()) {
         return InvalidArgument("calibrate batch " + item + " listed twice");
@@ -204,7 +221,8 @@ Status ParseCalibrate(const std::vector<std::string>& words, ParsedCommand& out)
   }
   if (apply) out.request.args["apply"] = true;
   if (have_batches) text += " " + batches_text;
-  if (have_steps) text += " " + steps_text;
+  if (!steps_text.empty()) text += " " + steps_text;
+  if (!prompt_text.empty()) text += " " + prompt_text;
   if (apply) text += " apply";
   out.text = text;
   return Status::Ok();
@@ -229,7 +247,7 @@ std::vector<std::string> ParallelCompletionWords(std::string_view cmd, bool firs
       }
     }
   } else if (cmd == "calibrate") {
-    words = {"apply", "steps="};
+    words = {"apply", "steps=", "prompt="};
   }
   return words;
 }

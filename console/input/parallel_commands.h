@@ -12,10 +12,12 @@
 //                                 a number > 0, at most t_high when both are
 //                                 given), window (int >= 1), cooldown (int
 //                                 >= 0), rollout (auto|on|off), mode
-//   calibrate [B1,B2,...] [steps=N] [apply]
-//                                 {"batches": [...], "steps": N, "apply": true};
-//                                 at least 2 distinct batches from 1 to
-//                                 65536, brackets optional; N from 1 to 1000
+//   calibrate [B1,B2,...] [steps=N] [prompt=N] [apply]
+//                                 {"batches": [...], "steps": N,
+//                                 "prompt_len": N, "apply": true}; at least
+//                                 2 distinct batches from 1 to 65536,
+//                                 brackets optional; steps 1 to 1000, prompt
+//                                 1 to 2^20 (the engine checks its max_seq)
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -44,7 +46,7 @@ Status ParseCalibrate(const std::vector<std::string>& words, ParsedCommand& out)
 // Completion words for the argument `arg` being typed after `cmd`, where
 // `first` says whether it is the first argument: tp|ep after "switch";
 // auto, manual and the "KEY=" prefixes after "policy" (then the values of
-// rollout= and t_low=); "apply" and "steps=" after "calibrate". Empty for
+// rollout= and t_low=); "apply", "steps=" and "prompt=" after "calibrate". Empty for
 // other commands.
 std::vector<std::string> ParallelCompletionWords(std::string_view cmd, bool first,
                                                  std::string_view arg);

@@ -8,13 +8,35 @@
 #include "engine/scheduler/scheduler.h"
 
 namespace sy::engine {
-namespace {
 
-using Clock = std::chrono::steady_clock;
+LayoutBench CpuLayoutBench(const ModelConfig& config) {
+  return {
+      .create = [config](const ModelRunnerOptions& ro) { return ModelRunner::Create(config, ro); },
+      .now_us =
+          [] {
+            return std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+          },
+      .simulated = false};
+}
 
-}  // namespace
+LayoutBench SimLayoutBench(const ModelConfig& config, SimOptions sim) {
+  auto clock = std::make_shared<VirtualClock>(0.0);
+  sim.clock = clock.get();
+  return {.create = [config, sim, clock](
+                        const ModelRunnerOptions& ro) { return CreateSimRunner(config, ro, sim); },
+          .now_us = [clock] { return clock->NowUs(); },
+          .simulated = true};
+}
 
 Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, ModelRunnerOptions ro,
+                                                 const CalibrateRunOptions& o) {
+  return MeasureLayouts(CpuLayoutBench(config), config, std::move(ro), o);
+}
+
+Result<std::vector<LatencyPoint>> MeasureLayouts(const LayoutBench& bench,
+                                                 const ModelConfig& config, ModelRunnerOptions ro,
                                                  const CalibrateRunOptions& o) {
   if (o.batches.size() < 2) return InvalidArgument("calibrate: needs at least 2 batch sizes");
   for (int b : o.batches) {
@@ -36,7 +58,7 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, Mode
   ro.kv_pages_per_device =
       2 * per_device * KvPool::PagesFor(o.prompt_len + max_new, ro.page_size) + 8;
   ro.state_slots_per_device = std::max(ro.state_slots_per_device, 2 * per_device + 2);
-  ASSIGN_OR_RETURN(auto runner, ModelRunner::Create(config, ro));
+  ASSIGN_OR_RETURN(auto runner, bench.create(ro));
   // Refuse before measuring anything when the shape cannot be TP.
   RETURN_IF_ERROR(runner->SwitchParallelism(ParallelMode::kTP).status());
   RETURN_IF_ERROR(runner->SwitchParallelism(ParallelMode::kEP).status());
@@ -70,9 +92,9 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, Mode
       return sched.Commit(out, 0).status();
     };
     const auto timed = [&]() -> Result<double> {
-      const auto t0 = Clock::now();
+      const int64_t t0 = bench.now_us();
       for (int s = 0; s < o.steps; ++s) RETURN_IF_ERROR(step());
-      return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / o.steps;
+      return static_cast<double>(bench.now_us() - t0) / 1e3 / o.steps;
     };
     RETURN_IF_ERROR(step());  // prefill
     for (int s = 0; s < o.warmup; ++s) RETURN_IF_ERROR(step());
@@ -88,18 +110,18 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, Mode
   return points;
 }
 
-CalibrationRun::CalibrationRun(ModelConfig config, ModelRunnerOptions runner_options,
-                               CalibrateRunOptions options) {
-  thread_ = std::thread(
-      [this, config = std::move(config), ro = std::move(runner_options), o = std::move(options)] {
-        Result<std::vector<LatencyPoint>> pts = MeasureLayouts(config, ro, o);
-        if (pts.ok()) {
-          result_ = FitCrossover(std::move(pts).value());
-        } else {
-          result_ = pts.status();
-        }
-        done_.store(true, std::memory_order_release);
-      });
+CalibrationRun::CalibrationRun(LayoutBench bench, ModelConfig config,
+                               ModelRunnerOptions runner_options, CalibrateRunOptions options) {
+  thread_ = std::thread([this, bench = std::move(bench), config = std::move(config),
+                         ro = std::move(runner_options), o = std::move(options)] {
+    Result<std::vector<LatencyPoint>> pts = MeasureLayouts(bench, config, ro, o);
+    if (pts.ok()) {
+      result_ = FitCrossover(std::move(pts).value());
+    } else {
+      result_ = pts.status();
+    }
+    done_.store(true, std::memory_order_release);
+  });
 }
 
 CalibrationRun::~CalibrationRun() {

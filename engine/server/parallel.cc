@@ -223,17 +223,17 @@ Result<json> Engine::PolicyCommand(const json& args) {
 }
 
 Result<json> Engine::CalibrateCommand(const json& args) {
-  if (options_.sim) {
-    // Calibration times this machine's CPU runner on the served model; a
-    // simulated model (hundreds of GB of weights) must not be built here.
-    return FailedPrecondition(
-        "calibrate: the sim backend has no kernels to time; the cost model gives the TP/EP "
-        "crossover (moe-engine costmodel --phase decode), set it with `policy t_high=N`");
-  }
   if (calibration_ && !calibration_->done()) {
     return FailedPrecondition("calibrate: a calibration is already running");
   }
   CalibrateRunOptions o;
+  if (options_.sim) {
+    // The simulated cluster's crossover lies at hundreds of requests (seed
+    // 003: 128-256 on 8xH200), and TP's extra KV reads make it depend on the
+    // context, so the defaults measure wider and longer than the CPU's.
+    o.batches = {16, 32, 64, 128, 256, 512, 1024, 2048};
+    o.prompt_len = 512;
+  }
   bool apply = false;
   for (const auto& [key, value] : args.items()) {
     if (key == "batches" && value.is_array()) {
@@ -244,11 +244,13 @@ Result<json> Engine::CalibrateCommand(const json& args) {
       }
     } else if (key == "steps" && value.is_number_integer()) {
       o.steps = value.get<int>();
+    } else if (key == "prompt_len" && value.is_number_integer()) {
+      o.prompt_len = value.get<int>();
     } else if (key == "apply" && value.is_boolean()) {
       apply = value.get<bool>();
     } else {
       return InvalidArgument("calibrate: unknown or mistyped argument '" + key +
-                             "' (batches: [int], steps: int, apply: bool)");
+                             "' (batches: [int], steps: int, prompt_len: int, apply: bool)");
     }
   }
   // Validate here so a bad request fails now, not in the background.
@@ -257,15 +259,32 @@ Result<json> Engine::CalibrateCommand(const json& args) {
     if (b < 1 || b > 4096) return InvalidArgument("calibrate: batch sizes must be in [1, 4096]");
   }
   if (o.steps < 1 || o.steps > 1000) return InvalidArgument("calibrate: steps in [1, 1000]");
+  const int decode_steps = o.warmup + 2 * o.steps + 2;
+  if (o.prompt_len < 1 || o.prompt_len + decode_steps > options_.model.max_seq) {
+    return InvalidArgument("calibrate: prompt_len must be in [1, " +
+                           std::to_string(options_.model.max_seq - decode_steps) + "] (max_seq " +
+                           std::to_string(options_.model.max_seq) + " less the decode steps)");
+  }
+  LayoutBench bench =
+      options_.sim ? SimLayoutBench(options_.model, *options_.sim) : CpuLayoutBench(options_.model);
   calibration_.reset();  // a finished, unpublished one is superseded
-  calibration_ = std::make_unique<CalibrationRun>(options_.model, options_.runner, o);
+  calibration_ =
+      std::make_unique<CalibrationRun>(std::move(bench), options_.model, options_.runner, o);
   calibration_apply_ = apply;
   json batches = o.batches;
+  const std::string clock = options_.sim ? "simulated" : "wall";
   PublishEvent("calibrate", "calibrate", "started",
                "calibrating TP vs EP at batches " + batches.dump() + ", " +
-                   std::to_string(o.steps) + " steps each",
-               {{"batches", batches}, {"steps", o.steps}, {"apply", apply}});
-  return json{{"started", true}, {"batches", batches}, {"steps", o.steps}, {"apply", apply}};
+                   std::to_string(o.steps) + " steps each, prompt " + std::to_string(o.prompt_len) +
+                   " (" + clock + " time)",
+               {{"batches", batches},
+                {"steps", o.steps},
+                {"prompt_len", o.prompt_len},
+                {"clock", clock},
+                {"apply", apply}});
+  return json{{"started", true},  {"batches", batches},
+              {"steps", o.steps}, {"prompt_len", o.prompt_len},
+              {"clock", clock},   {"apply", apply}};
 }
 
 void Engine::PollCalibration() {

@@ -311,6 +311,14 @@ TEST(ConsoleParallel, RepliesAreWorded) {
       ParallelReplyText("calibrate",
                         {{"started", true}, {"batches", {1, 4}}, {"steps", 8}, {"apply", false}}),
       "started: batches 1,4, 8 steps each; result in the Log");
+  EXPECT_EQ(ParallelReplyText("calibrate", {{"started", true},
+                                            {"batches", {64, 2048}},
+                                            {"steps", 8},
+                                            {"prompt_len", 512},
+                                            {"clock", "simulated"},
+                                            {"apply", true}}),
+            "started: batches 64,2048, 8 steps each, prompt 512 (simulated), apply; result in the "
+            "Log");
   EXPECT_EQ(ParallelReplyText("pause", {{"paused", true}}), "");
   EXPECT_EQ(ParallelReplyText(
                 "expert_stats",

@@ -90,6 +90,10 @@ TEST(ConsoleParallelCommands, CalibrateBatchesStepsApply) {
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"batches", {2, 8}}, {"steps", 4}, {"apply", true}}));
   EXPECT_EQ(c->text, "calibrate 2,8 steps=4 apply");
+  c = ParseCommand("calibrate prompt=384 64,512,2048");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->request.args, (json{{"batches", {64, 512, 2048}}, {"prompt_len", 384}}));
+  EXPECT_EQ(c->text, "calibrate 64,512,2048 prompt=384");
 
   const auto err = [](const char* line) { return ParseCommand(line).status().message(); };
   EXPECT_THAT(err("calibrate 1,x"), HasSubstr("bad calibrate batch 'x' in '1,x'"));
@@ -100,6 +104,9 @@ TEST(ConsoleParallelCommands, CalibrateBatchesStepsApply) {
   EXPECT_THAT(err("calibrate 1,4 16"), HasSubstr("batches go in one list without spaces"));
   EXPECT_EQ(err("calibrate steps=0"), "bad calibrate steps '0': expected 1 to 1000");
   EXPECT_EQ(err("calibrate apply apply"), "calibrate: apply given twice");
+  EXPECT_EQ(err("calibrate prompt=0"), "bad calibrate prompt '0': expected 1 to 1048576");
+  EXPECT_EQ(err("calibrate prompt=8 prompt=9"), "calibrate: prompt given twice");
+  EXPECT_EQ(err("calibrate steps=2 steps=3"), "calibrate: steps given twice");
 }
 
 TEST(ConsoleParallelCommands, Completion) {
@@ -123,6 +130,7 @@ TEST(ConsoleParallelCommands, Completion) {
   EXPECT_EQ(Complete("cal").line, "calibrate ");
   EXPECT_EQ(Complete("calibrate 1,4,16 a").line, "calibrate 1,4,16 apply");
   EXPECT_EQ(Complete("calibrate s").line, "calibrate steps=");
+  EXPECT_EQ(Complete("calibrate 64,512 p").line, "calibrate 64,512 prompt=");
 }
 
 TEST(ConsoleParallelCommands, HelpTableListsThem) {

@@ -1,5 +1,7 @@
-// `moe-engine costmodel` end to end: the real binary, its output and its exit
-// codes (engine/server/costmodel_cli.h).
+// `moe-engine costmodel`, and `moe-engine calibrate --backend sim` (the cost
+// model's TP/EP crossover through the sim runner), end to end: the real
+// binary, its output and its exit codes (engine/server/costmodel_cli.h,
+// calibrate_run.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -30,14 +32,14 @@ std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
-// Runs `moe-engine costmodel ARGS` (ARGS as shell words) and collects it.
-Outcome Costmodel(const std::string& args) {
+// Runs `moe-engine SUB ARGS` (ARGS as shell words) and collects it.
+Outcome MoeEngine(const std::string& sub, const std::string& args) {
   // One directory per test process: ctest runs the tests in parallel.
   const fs::path dir = fs::path(testing::TempDir()) /
                        ("costmodel_cli_" + std::to_string(::getpid()) + "_" +
                         testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(dir);
-  const std::string cmd = std::string(MOE_ENGINE_BIN) + " costmodel " + args + " >" +
+  const std::string cmd = std::string(MOE_ENGINE_BIN) + " " + sub + " " + args + " >" +
                           (dir / "out").string() + " 2>" + (dir / "err").string();
   const int status = std::system(cmd.c_str());
   Outcome r;
@@ -46,6 +48,8 @@ Outcome Costmodel(const std::string& args) {
   r.err = Slurp(dir / "err");
   return r;
 }
+
+Outcome Costmodel(const std::string& args) { return MoeEngine("costmodel", args); }
 
 double Kernel(const nlohmann::json& j, const std::string& name, const std::string& field) {
   for (const auto& k : j["kernels"]) {
@@ -125,6 +129,32 @@ TEST(CostmodelCli, Errors) {
   r = Costmodel("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("--hardware"));
+}
+
+// The crossover of the simulated cluster, as an operator asks for it before
+// setting the policy: TP faster at 128 requests of 2048 tokens, EP at 256
+// (docs/SIMULATION.md's table), and the thresholds on the JSON line.
+TEST(CalibrateCli, SimBackendPricesBothLayouts) {
+  Outcome r = MoeEngine("calibrate",
+                        "--backend sim --hardware h200 --model qwen3-235b-a22b --devices 8 "
+                        "--batches 64,128,256,512 --prompt-len 2048 --steps 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("qwen3-235b-a22b on 8 x h200 (simulated decode step ms, prompt "
+                               "2048)"));
+  EXPECT_THAT(r.out, HasSubstr("EP faster above batch"));
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.rfind("\n{") + 1));
+  EXPECT_EQ(j["lower_batch"], 128);
+  EXPECT_EQ(j["upper_batch"], 256);
+  EXPECT_GT(j["t_high"].get<int>(), 128);
+
+  r = MoeEngine("calibrate", "--backend sim --hardware h200 --model gpt5 --devices 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown model 'gpt5'"));
+  r = MoeEngine("calibrate",
+                "--backend sim --hardware h200 --model qwen3-235b-a22b --devices 8 "
+                "--prompt-len 40000");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("prompt_len + decode steps must fit in max_seq 32768"));
 }
 
 }  // namespace

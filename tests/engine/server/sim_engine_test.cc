@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "engine/server/calibrate_run.h"
 #include "engine/server/scenario.h"
 #include "engine/server/scenario_results.h"
 #include "engine/server/sim_flags.h"
@@ -40,6 +41,48 @@ EngineOptions SimOptionsFor(const std::string& pub, const std::string& ctl) {
   o.run_id = "sim-test";
   return o;
 }
+
+// A sim engine started paused and serving on its own thread, with a
+// subscriber and a control client. Its destructor stops the engine and waits
+// for it, also when a failed ASSERT leaves the test early.
+struct PausedSimEngine {
+  PausedSimEngine(const std::string& pub, const std::string& ctl) {
+    EngineOptions o = SimOptionsFor(pub, ctl);
+    o.start_paused = true;
+    Result<std::unique_ptr<Engine>> e = Engine::Create(std::move(o));
+    if (!e.ok()) {
+      error = e.status().ToString();
+      return;
+    }
+    engine = std::move(e).value();
+    telemetry::SubscriberOptions so;
+    so.endpoint = pub;
+    auto s = telemetry::Subscriber::Connect(so);
+    auto c = telemetry::ControlClient::Connect(ctl);
+    if (!s.ok() || !c.ok()) {
+      error = !s.ok() ? s.status().ToString() : c.status().ToString();
+      return;
+    }
+    sub = std::move(s).value();
+    client = std::move(c).value();
+    run = std::async(std::launch::async, [this] { return engine->Run(); });
+  }
+  ~PausedSimEngine() {
+    if (engine) engine->RequestStop();
+    if (run.valid()) run.wait();
+  }
+  // Stops the engine and returns how its Run ended.
+  Status Stop() {
+    engine->RequestStop();
+    return run.get();
+  }
+
+  std::string error;  // empty when all of it started
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<telemetry::Subscriber> sub;
+  std::unique_ptr<telemetry::ControlClient> client;
+  std::future<Status> run;
+};
 
 class CountingObserver final : public EngineObserver {
  public:
@@ -80,20 +123,13 @@ TEST_F(EngineTest, SimBackendServesABoundedWorkloadOnTheVirtualClock) {
 }
 
 TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
-  EngineOptions o = SimOptionsFor(pub_, ctl_);
-  o.start_paused = true;
-  auto engine = Engine::Create(std::move(o));
-  ASSERT_THAT(engine.status(), IsOk());
-  telemetry::SubscriberOptions so;
-  so.endpoint = pub_;
-  auto sub = telemetry::Subscriber::Connect(so);
-  ASSERT_THAT(sub.status(), IsOk());
-  auto client = telemetry::ControlClient::Connect(ctl_);
-  ASSERT_THAT(client.status(), IsOk());
-  std::future<Status> run = std::async(std::launch::async, [&] { return (*engine)->Run(); });
+  PausedSimEngine live(pub_, ctl_);
+  ASSERT_EQ(live.error, "");
+  telemetry::Subscriber* sub = live.sub.get();
+  telemetry::ControlClient* client = live.client.get();
 
   telemetry::Meta meta;
-  ASSERT_TRUE(WaitFor(**sub, [&](const telemetry::Message& m) {
+  ASSERT_TRUE(WaitFor(*sub, [&](const telemetry::Message& m) {
     if (auto* x = std::get_if<telemetry::Meta>(&m)) meta = *x;
     return std::holds_alternative<telemetry::Meta>(m);
   }));
@@ -107,13 +143,13 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
   EXPECT_EQ(meta.model.experts, 128);
 
   // The switch is priced (seed 003 eq. 9-11), not measured on this machine.
-  telemetry::CommandReply sw = Call(**client, "switch", {{"to", "tp"}});
+  telemetry::CommandReply sw = Call(*client, "switch", {{"to", "tp"}});
   ASSERT_TRUE(sw.ok) << sw.error_message;
   EXPECT_GT(sw.result.value("total_ms", 0.0), 50.0) << sw.result.dump();
-  ASSERT_TRUE(Call(**client, "resume").ok);
+  ASSERT_TRUE(Call(*client, "resume").ok);
   int64_t max_t_us = 0;
   int steps = 0;
-  ASSERT_TRUE(WaitFor(**sub, [&](const telemetry::Message& m) {
+  ASSERT_TRUE(WaitFor(*sub, [&](const telemetry::Message& m) {
     if (auto* s = std::get_if<telemetry::Step>(&m)) {
       EXPECT_GE(s->env.t_us, s->start_us + s->dur_us) << "stamped on another clock";
       max_t_us = std::max(max_t_us, s->env.t_us);
@@ -121,8 +157,7 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
     }
     return steps >= 20;
   }));
-  (*engine)->RequestStop();
-  ASSERT_THAT(run.get(), IsOk());
+  ASSERT_THAT(live.Stop(), IsOk());
   // The stamps include the priced switch pause, on the clock the steps use.
   EXPECT_GE(max_t_us, static_cast<int64_t>(sw.result.value("total_ms", 0.0) * 1000));
 }
@@ -210,6 +245,80 @@ TEST_F(EngineTest, SwitchToTpEvictsCachedPagesTheLayoutCannotHold) {
   EXPECT_EQ(sw.result.value("to", ""), "TP") << sw.result.dump();
   (*engine)->RequestStop();
   EXPECT_THAT(run.get(), IsOk());
+}
+
+// `calibrate` under sim prices both layouts on a SimRunner of its own: the
+// thresholds are the simulated cluster's (Qwen3-235B on 8 x H200: EP faster
+// between 128 and 1024 requests at a 512-token context), and measuring does
+// not move the serving engine's virtual clock.
+TEST_F(EngineTest, CalibrateOnTheSimPricesTheClusterCrossover) {
+  PausedSimEngine live(pub_, ctl_);
+  ASSERT_EQ(live.error, "");
+  telemetry::Subscriber* sub = live.sub.get();
+  telemetry::ControlClient* client = live.client.get();
+  Engine* engine = live.engine.get();
+  ASSERT_TRUE(Call(*client, "status").ok);  // the loop runs: its clock is set
+  // Paused and idle, the engine's virtual clock follows real time; the
+  // measurement's own time (16 priced switches alone take ~2.5 s) must not
+  // show up on it.
+  const int64_t clock_before = engine->clock_us();
+  const auto wall_before = std::chrono::steady_clock::now();
+
+  telemetry::CommandReply bad = Call(*client, "calibrate", {{"prompt_len", 5000}});
+  EXPECT_EQ(bad.error_code, "INVALID_ARGUMENT");
+  EXPECT_THAT(bad.error_message, HasSubstr("prompt_len must be in [1, 4076] (max_seq 4096"));
+  telemetry::CommandReply cal = Call(*client, "calibrate", {{"apply", true}});
+  ASSERT_TRUE(cal.ok) << cal.error_message;
+  EXPECT_EQ(cal.result["clock"], "simulated");
+  EXPECT_EQ(cal.result["prompt_len"], 512);
+  EXPECT_EQ(cal.result["batches"].size(), 8u);
+  nlohmann::json done;
+  ASSERT_TRUE(WaitFor(*sub, [&](const telemetry::Message& m) {
+    const auto* e = std::get_if<telemetry::Event>(&m);
+    if (e != nullptr && e->kind == "calibrate" && e->phase == "done") done = e->detail;
+    return !done.is_null();
+  }));
+  EXPECT_EQ(done["kind"], "crossover") << done.dump();
+  EXPECT_GE(done["lower_batch"].get<int>(), 128) << done["table"].get<std::string>();
+  EXPECT_LE(done["upper_batch"].get<int>(), 1024) << done["table"].get<std::string>();
+  EXPECT_TRUE(done["applied"].get<bool>());
+  // TP is faster for a handful of requests, EP for 2048 (the points' ends).
+  const nlohmann::json& pts = done["points"];
+  EXPECT_EQ(pts.front()["faster"], "tp");
+  EXPECT_EQ(pts.back()["faster"], "ep");
+  telemetry::CommandReply policy = Call(*client, "policy");
+  ASSERT_TRUE(policy.ok) << policy.error_message;
+  EXPECT_EQ(policy.result["t_high"], done["t_high"]);
+  const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - wall_before)
+                              .count();
+  EXPECT_LT(engine->clock_us() - clock_before, wall_us + 1'000'000)
+      << "calibration moved the serving clock";
+  EXPECT_THAT(live.Stop(), IsOk());
+}
+
+// The measurement itself: deterministic on the virtual clock, and at a
+// 2048-token context it brackets the crossover docs/SIMULATION.md's table
+// gives (TP faster at 128 requests, EP at 256; seed 003: 128-256).
+TEST(CalibrateSimTest, MeasureLayoutsIsDeterministicAndBracketsTheCrossover) {
+  EngineOptions o = SimOptionsFor("inproc://unused-pub", "inproc://unused-ctl");
+  const CalibrateRunOptions c{.batches = {64, 128, 256, 512}, .steps = 4, .prompt_len = 2048};
+  Result<std::vector<LatencyPoint>> a =
+      MeasureLayouts(SimLayoutBench(o.model, *o.sim), o.model, o.runner, c);
+  ASSERT_THAT(a.status(), IsOk());
+  Result<std::vector<LatencyPoint>> b =
+      MeasureLayouts(SimLayoutBench(o.model, *o.sim), o.model, o.runner, c);
+  ASSERT_THAT(b.status(), IsOk());
+  ASSERT_EQ(a->size(), 4u);
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].tp_ms, (*b)[i].tp_ms);
+    EXPECT_EQ((*a)[i].ep_ms, (*b)[i].ep_ms);
+  }
+  Result<Calibration> fit = FitCrossover(*a);
+  ASSERT_THAT(fit.status(), IsOk());
+  EXPECT_EQ(fit->kind, CrossoverKind::kCrossover) << FormatCalibrationTable(*fit);
+  EXPECT_EQ(fit->lower_batch, 128) << FormatCalibrationTable(*fit);
+  EXPECT_EQ(fit->upper_batch, 256) << FormatCalibrationTable(*fit);
 }
 
 // A twentieth of moebius-bursty, every variant: the structure of the results
