@@ -159,7 +159,9 @@ telemetry::Meta Engine::BuildMeta() const {
              .max_seq = c.max_seq,
              .page_size = options_.runner.page_size,
              .params = c.ParamCount(),
-             .dtype = "fp32",
+             // The CPU runner computes in fp32; a sim prices the weights it names.
+             .dtype = options_.sim ? std::string(costmodel::DtypeName(options_.sim->weight_dtype))
+                                   : "fp32",
              .arch = c.arch,
              .attention = {}};
   for (int l = 0; l < c.layers; ++l) {

@@ -141,6 +141,7 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
   EXPECT_EQ(meta.devices, 8);
   EXPECT_EQ(meta.model.layers, 94);
   EXPECT_EQ(meta.model.experts, 128);
+  EXPECT_EQ(meta.model.dtype, "bf16");  // the priced weights, not the CPU runner's fp32
 
   // The switch is priced (seed 003 eq. 9-11), not measured on this machine.
   telemetry::CommandReply sw = Call(*client, "switch", {{"to", "tp"}});
