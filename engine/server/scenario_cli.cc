@@ -78,6 +78,11 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--seed", run.seed, "workload and routing seed")->capture_default_str();
+  int t_high = 0;
+  app.add_option("--t-high", t_high,
+                 "the auto variant's T_h instead of the scenario's (T_l stays 0.8 T_h); "
+                 "`moe-engine calibrate --backend sim` gives the cluster's crossover")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--catalog", run.catalog_dir, "catalogue directory (default: the source's data/)");
   app.add_option("--json", json_out, "also write the results as JSON to this file");
   app.add_option("--live", live, "serve this variant live (telemetry and commands) instead");
@@ -113,6 +118,7 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
     std::cerr << "moe-engine scenario: " << scenario.status().message() << "\n";
     return kExitUsage;
   }
+  if (t_high > 0) scenario->t_high = t_high;
   if (!live.empty()) {
     run.telemetry = telemetry;
     run.control = control;

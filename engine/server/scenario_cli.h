@@ -1,7 +1,7 @@
 // File: engine/server/scenario_cli.h
 //
 // `moe-engine scenario [NAME] [--variants tp,ep,auto] [--time-scale X]
-//  [--json FILE] [--live VARIANT --speed S]`: lists the scenarios
+//  [--t-high N] [--json FILE] [--live VARIANT --speed S]`: lists the scenarios
 // (data/scenarios/), runs one headless to its results table
 // (scenario_results.h), or serves one variant live for the console.
 #pragma once

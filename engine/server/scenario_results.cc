@@ -9,6 +9,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "engine/parallelism/switch_policy.h"
+
 namespace sy::engine {
 namespace {
 
@@ -243,6 +245,13 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
        << Fmt("%7.0f", static_cast<double>(r.steps)) << Fmt("%8.1f", r.sim_s)
        << Fmt("%9.1f", r.wall_s) << Fmt("%9.1f", r.wall_s > 0 ? r.sim_s / r.wall_s : 0)
        << Fmt("%11.0f", r.output_tok_s) << Fmt("%10.3f", r.balancedness) << "\n";
+  }
+  for (const VariantResult& r : results) {
+    if (r.variant == "auto") {
+      PolicyOptions p;
+      p.t_high = s.t_high;
+      os << "  auto policy: T_h " << s.t_high << ", T_l " << Fmt("%.1f", EffectiveTLow(p)) << "\n";
+    }
   }
   for (const VariantResult& r : results) {
     if (r.switch_log.empty()) continue;

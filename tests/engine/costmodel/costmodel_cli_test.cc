@@ -1,7 +1,7 @@
-// `moe-engine costmodel`, and `moe-engine calibrate --backend sim` (the cost
-// model's TP/EP crossover through the sim runner), end to end: the real
-// binary, its output and its exit codes (engine/server/costmodel_cli.h,
-// calibrate_run.h).
+// `moe-engine costmodel`, `moe-engine calibrate --backend sim` (the cost
+// model's TP/EP crossover through the sim runner) and `moe-engine scenario`'s
+// flags, end to end: the real binary, its output and its exit codes
+// (engine/server/costmodel_cli.h, calibrate_run.h, scenario_cli.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -19,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Outcome {
   int code = -1;
@@ -155,6 +156,19 @@ TEST(CalibrateCli, SimBackendPricesBothLayouts) {
                 "--prompt-len 40000");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("prompt_len + decode steps must fit in max_seq 32768"));
+}
+
+// `scenario --t-high` gives the auto variant another threshold than the
+// file's: a twentieth of moebius-bursty whose bursts never reach it.
+TEST(ScenarioCli, THighOverridesTheScenariosThreshold) {
+  Outcome r =
+      MoeEngine("scenario", "moebius-bursty --variants auto --time-scale 0.05 --t-high 5000");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("auto policy: T_h 5000, T_l 4000.0"));
+  EXPECT_THAT(r.out, Not(HasSubstr("auto switched")));
+  r = MoeEngine("scenario", "moebius-bursty --t-high 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--t-high"));
 }
 
 }  // namespace

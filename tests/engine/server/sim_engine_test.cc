@@ -378,6 +378,15 @@ TEST(ScenarioTest, AutoSwitchesAreDatedInTheResults) {
   EXPECT_GT(out.at_s, in.at_s);
   EXPECT_LE(r->switch_log.back().at_s, r->sim_s);
   EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto switched: TP->EP at "));
+  EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto policy: T_h 256, T_l 204.8\n"));
+
+  // The scenario's T_h is the policy's (`scenario --t-high` sets it): above
+  // the burst's ~300 running requests, auto stays in TP.
+  s->t_high = 1000;
+  r = RunScenarioVariant(*s, "auto", {});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->switches, 0);
+  EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto policy: T_h 1000, T_l 800.0\n"));
 }
 
 // Seed 000's benchmark configuration: Ling-2.6-1T on 16 v7x chips = 32
