@@ -55,8 +55,13 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const LayoutBench& bench,
   }
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const int per_device = (max_batch + ro.devices - 1) / ro.devices;
+  // Room for every request in either layout. A sim's TP layout may hold
+  // only split / P of a home's pages (an MLA latent is read whole by every
+  // rank: 1 / P), and its pools are bookkeeping only, so it gets the worst
+  // case; the CPU runner's pools split heads evenly and allocate storage.
+  const int headroom = bench.simulated ? std::max(2, ro.devices) : 2;
   ro.kv_pages_per_device =
-      2 * per_device * KvPool::PagesFor(o.prompt_len + max_new, ro.page_size) + 8;
+      headroom * per_device * KvPool::PagesFor(o.prompt_len + max_new, ro.page_size) + 8;
   ro.state_slots_per_device = std::max(ro.state_slots_per_device, 2 * per_device + 2);
   ASSIGN_OR_RETURN(auto runner, bench.create(ro));
   // Refuse before measuring anything when the shape cannot be TP.

@@ -148,6 +148,15 @@ TEST(CalibrateCli, SimBackendPricesBothLayouts) {
   EXPECT_EQ(j["upper_batch"], 256);
   EXPECT_GT(j["t_high"].get<int>(), 128);
 
+  // An MLA model: under TP every rank holds the whole latent of every
+  // request, so the measurement needs 32x the pages TP would share out.
+  r = MoeEngine("calibrate",
+                "--backend sim --hardware tpu-v7x --model ling-2.6-1t --devices 32 "
+                "--sim-attention-tp 4 --sim-dtype fp8 --sim-weight-dtype fp8 "
+                "--batches 16,256,1024 --prompt-len 1024 --steps 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ling-2.6-1t on 32 x tpu-v7x"));
+
   r = MoeEngine("calibrate", "--backend sim --hardware h200 --model gpt5 --devices 8");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("unknown model 'gpt5'"));
