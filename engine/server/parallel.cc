@@ -6,6 +6,7 @@
 // loop thread, between steps.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <string>
 
 #include "engine/scheduler/rehome.h"
@@ -232,8 +233,8 @@ Result<json> Engine::CalibrateCommand(const json& args) {
     // 003: 128-256 on 8xH200), and TP's extra KV reads make it depend on the
     // context, so the defaults measure wider and longer than the CPU's.
     o.batches = {16, 32, 64, 128, 256, 512, 1024, 2048};
-    o.prompt_len = 512;
   }
+  bool prompt_given = false;
   bool apply = false;
   for (const auto& [key, value] : args.items()) {
     if (key == "batches" && value.is_array()) {
@@ -246,6 +247,7 @@ Result<json> Engine::CalibrateCommand(const json& args) {
       o.steps = value.get<int>();
     } else if (key == "prompt_len" && value.is_number_integer()) {
       o.prompt_len = value.get<int>();
+      prompt_given = true;
     } else if (key == "apply" && value.is_boolean()) {
       apply = value.get<bool>();
     } else {
@@ -260,6 +262,9 @@ Result<json> Engine::CalibrateCommand(const json& args) {
   }
   if (o.steps < 1 || o.steps > 1000) return InvalidArgument("calibrate: steps in [1, 1000]");
   const int decode_steps = o.warmup + 2 * o.steps + 2;
+  if (options_.sim && !prompt_given) {
+    o.prompt_len = std::max(1, std::min(512, options_.model.max_seq - decode_steps));
+  }
   if (o.prompt_len < 1 || o.prompt_len + decode_steps > options_.model.max_seq) {
     return InvalidArgument("calibrate: prompt_len must be in [1, " +
                            std::to_string(options_.model.max_seq - decode_steps) + "] (max_seq " +
