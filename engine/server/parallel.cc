@@ -270,6 +270,20 @@ Result<json> Engine::CalibrateCommand(const json& args) {
                            std::to_string(options_.model.max_seq - decode_steps) + "] (max_seq " +
                            std::to_string(options_.model.max_seq) + " less the decode steps)");
   }
+  // The measurement builds pools of its own for these requests; one that
+  // needs more KV than the engine's own pools hold measures a load this
+  // deployment cannot serve (and on the CPU would allocate that memory again).
+  const int64_t need = static_cast<int64_t>(*std::max_element(o.batches.begin(), o.batches.end())) *
+                       (o.prompt_len + decode_steps);
+  const int64_t hold = static_cast<int64_t>(runner_->devices()) * runner_->kv_pool(0).num_pages() *
+                       options_.runner.page_size;
+  if (need > hold) {
+    return InvalidArgument("calibrate: " + std::to_string(need) +
+                           " tokens of KV (the largest batch x (prompt_len " +
+                           std::to_string(o.prompt_len) + " + " + std::to_string(decode_steps) +
+                           " decode steps)) exceed the " + std::to_string(hold) +
+                           " this engine's pools hold; measure fewer or shorter requests");
+  }
   LayoutBench bench =
       options_.sim ? SimLayoutBench(options_.model, *options_.sim) : CpuLayoutBench(options_.model);
   calibration_.reset();  // a finished, unpublished one is superseded

@@ -268,6 +268,11 @@ TEST_F(EngineTest, CalibrateOnTheSimPricesTheClusterCrossover) {
   telemetry::CommandReply bad = Call(*client, "calibrate", {{"prompt_len", 5000}});
   EXPECT_EQ(bad.error_code, "INVALID_ARGUMENT");
   EXPECT_THAT(bad.error_message, HasSubstr("prompt_len must be in [1, 4076] (max_seq 4096"));
+  // 4096 requests of ~4k tokens: more KV than 8 H200s hold (~2.2M tokens).
+  bad = Call(*client, "calibrate", {{"batches", {16, 4096}}, {"prompt_len", 4000}});
+  EXPECT_EQ(bad.error_code, "INVALID_ARGUMENT");
+  EXPECT_THAT(bad.error_message, HasSubstr("tokens of KV (the largest batch x (prompt_len 4000 + "
+                                           "20 decode steps)) exceed the"));
   telemetry::CommandReply cal = Call(*client, "calibrate", {{"apply", true}});
   ASSERT_TRUE(cal.ok) << cal.error_message;
   EXPECT_EQ(cal.result["clock"], "simulated");
