@@ -216,6 +216,9 @@ Result<ParsedCommand> ParseCommand(std::string_view line) {
   }
   if (name == "switch") {
     RETURN_IF_ERROR(ParseSwitch(words, out));
+    // Keep the '!' (as cancel! and stop! do): the history recalls this text,
+    // and recalling it must not bring back the question it skipped.
+    if (bang) out.text.insert(name.size(), "!");
     return out;
   }
   if (name == "policy") {

@@ -35,6 +35,10 @@ TEST(ConsoleParallelCommands, SwitchTakesTpOrEp) {
   ASSERT_THAT(c, IsOk());
   EXPECT_FALSE(c->needs_confirm);
   EXPECT_EQ(c->request.args, (json{{"to", "tp"}}));
+  // ...and stays in the text the history recalls (found by fuzz_console_command).
+  EXPECT_EQ(c->text, "switch! tp");
+  ASSERT_THAT(ParseCommand(c->text), IsOk());
+  EXPECT_FALSE(ParseCommand(c->text)->needs_confirm);
 }
 
 TEST(ConsoleParallelCommands, PolicyModeAndKeys) {
