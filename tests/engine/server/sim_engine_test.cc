@@ -20,13 +20,13 @@ namespace {
 using ::testing::HasSubstr;
 
 // Qwen3-235B-A22B on 8 x H200, priced; a light Poisson load.
-EngineOptions SimOptionsFor(const std::string& pub, const std::string& ctl) {
+EngineOptions SimOptionsFor(const std::string& pub, const std::string& ctl, int max_seq = 4096) {
   EngineOptions o;
   o.runner.devices = 8;
   SimFlags f;
   f.backend = "sim";
   f.hardware = "h200";
-  f.max_seq = 4096;
+  f.max_seq = max_seq;
   const Status st = ApplySimFlags(f, "qwen3-235b-a22b", 7, &o);
   EXPECT_THAT(st, IsOk());
   o.workload.rate = 20;
@@ -46,8 +46,8 @@ EngineOptions SimOptionsFor(const std::string& pub, const std::string& ctl) {
 // subscriber and a control client. Its destructor stops the engine and waits
 // for it, also when a failed ASSERT leaves the test early.
 struct PausedSimEngine {
-  PausedSimEngine(const std::string& pub, const std::string& ctl) {
-    EngineOptions o = SimOptionsFor(pub, ctl);
+  PausedSimEngine(const std::string& pub, const std::string& ctl, int max_seq = 4096) {
+    EngineOptions o = SimOptionsFor(pub, ctl, max_seq);
     o.start_paused = true;
     Result<std::unique_ptr<Engine>> e = Engine::Create(std::move(o));
     if (!e.ok()) {
@@ -300,6 +300,17 @@ TEST_F(EngineTest, CalibrateOnTheSimPricesTheClusterCrossover) {
                               .count();
   EXPECT_LT(engine->clock_us() - clock_before, wall_us + 1'000'000)
       << "calibration moved the serving clock";
+  EXPECT_THAT(live.Stop(), IsOk());
+}
+
+// With no prompt_len, a sim engine measures 512-token requests, or what its
+// max_seq leaves after the decode steps (8 timed steps per layout + 4).
+TEST_F(EngineTest, CalibrateDefaultPromptFitsTheEnginesMaxSeq) {
+  PausedSimEngine live(pub_, ctl_, 256);
+  ASSERT_EQ(live.error, "");
+  telemetry::CommandReply cal = Call(*live.client, "calibrate", {{"batches", {16, 64}}});
+  ASSERT_TRUE(cal.ok) << cal.error_message;
+  EXPECT_EQ(cal.result["prompt_len"], 256 - 20);
   EXPECT_THAT(live.Stop(), IsOk());
 }
 
