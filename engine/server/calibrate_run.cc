@@ -30,14 +30,9 @@ LayoutBench SimLayoutBench(const ModelConfig& config, SimOptions sim) {
           .simulated = true};
 }
 
-Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, ModelRunnerOptions ro,
-                                                 const CalibrateRunOptions& o) {
-  return MeasureLayouts(CpuLayoutBench(config), config, std::move(ro), o);
-}
+int CalibrateDecodeTokens(const CalibrateRunOptions& o) { return o.warmup + 2 * o.steps + 2; }
 
-Result<std::vector<LatencyPoint>> MeasureLayouts(const LayoutBench& bench,
-                                                 const ModelConfig& config, ModelRunnerOptions ro,
-                                                 const CalibrateRunOptions& o) {
+Status ValidateCalibrateOptions(const CalibrateRunOptions& o, int max_seq) {
   if (o.batches.size() < 2) return InvalidArgument("calibrate: needs at least 2 batch sizes");
   for (int b : o.batches) {
     if (b < 1 || b > 4096) {
@@ -48,11 +43,26 @@ Result<std::vector<LatencyPoint>> MeasureLayouts(const LayoutBench& bench,
   if (o.steps < 1 || o.steps > 1000 || o.warmup < 0) {
     return InvalidArgument("calibrate: steps must be in [1, 1000]");
   }
-  const int max_new = o.warmup + 2 * o.steps + 2;
-  if (o.prompt_len < 1 || o.prompt_len + max_new > config.max_seq) {
-    return InvalidArgument("calibrate: prompt_len + decode steps must fit in max_seq " +
-                           std::to_string(config.max_seq));
+  const int decode = CalibrateDecodeTokens(o);
+  if (o.prompt_len < 1 || o.prompt_len + decode > max_seq) {
+    return InvalidArgument(
+        "calibrate: prompt_len + decode steps must fit in max_seq " + std::to_string(max_seq) +
+        ": prompt_len must be in [1, " + std::to_string(max_seq - decode) + "] (max_seq " +
+        std::to_string(max_seq) + " less " + std::to_string(decode) + " decode steps)");
   }
+  return Status::Ok();
+}
+
+Result<std::vector<LatencyPoint>> MeasureLayouts(const ModelConfig& config, ModelRunnerOptions ro,
+                                                 const CalibrateRunOptions& o) {
+  return MeasureLayouts(CpuLayoutBench(config), config, std::move(ro), o);
+}
+
+Result<std::vector<LatencyPoint>> MeasureLayouts(const LayoutBench& bench,
+                                                 const ModelConfig& config, ModelRunnerOptions ro,
+                                                 const CalibrateRunOptions& o) {
+  RETURN_IF_ERROR(ValidateCalibrateOptions(o, config.max_seq));
+  const int max_new = CalibrateDecodeTokens(o);
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const int per_device = (max_batch + ro.devices - 1) / ro.devices;
   // Room for every request in either layout. A sim's TP layout may hold

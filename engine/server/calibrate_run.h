@@ -52,6 +52,15 @@ struct CalibrateRunOptions {
   int prompt_len = 16;
 };
 
+// Tokens each measured request decodes: the warmup, both layouts' timed
+// steps and a margin, so no request finishes while it is being timed.
+int CalibrateDecodeTokens(const CalibrateRunOptions& o);
+// MeasureLayouts' argument checks, for a caller that refuses a bad request
+// before measuring in the background: INVALID_ARGUMENT for fewer than 2
+// batches, a batch outside [1, 4096], steps outside [1, 1000] or a prompt
+// that with CalibrateDecodeTokens does not fit in `max_seq`.
+Status ValidateCalibrateOptions(const CalibrateRunOptions& o, int max_seq);
+
 // What a calibration measures: how to build its runner and the clock its
 // steps are timed on. Copyable; each copy's runners share one clock.
 struct LayoutBench {

@@ -255,21 +255,12 @@ Result<json> Engine::CalibrateCommand(const json& args) {
                              "' (batches: [int], steps: int, prompt_len: int, apply: bool)");
     }
   }
-  // Validate here so a bad request fails now, not in the background.
-  if (o.batches.size() < 2) return InvalidArgument("calibrate: needs at least 2 batch sizes");
-  for (int b : o.batches) {
-    if (b < 1 || b > 4096) return InvalidArgument("calibrate: batch sizes must be in [1, 4096]");
-  }
-  if (o.steps < 1 || o.steps > 1000) return InvalidArgument("calibrate: steps in [1, 1000]");
-  const int decode_steps = o.warmup + 2 * o.steps + 2;
+  const int decode_steps = CalibrateDecodeTokens(o);
   if (options_.sim && !prompt_given) {
     o.prompt_len = std::max(1, std::min(512, options_.model.max_seq - decode_steps));
   }
-  if (o.prompt_len < 1 || o.prompt_len + decode_steps > options_.model.max_seq) {
-    return InvalidArgument("calibrate: prompt_len must be in [1, " +
-                           std::to_string(options_.model.max_seq - decode_steps) + "] (max_seq " +
-                           std::to_string(options_.model.max_seq) + " less the decode steps)");
-  }
+  // Validate here so a bad request fails now, not in the background.
+  RETURN_IF_ERROR(ValidateCalibrateOptions(o, options_.model.max_seq));
   // The measurement builds pools of its own for these requests; one that
   // needs more KV than the engine's own pools hold measures a load this
   // deployment cannot serve (and on the CPU would allocate that memory again).
