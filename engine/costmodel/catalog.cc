@@ -1,6 +1,7 @@
 #include "engine/costmodel/catalog.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,6 +74,25 @@ class Fields {
     }
     return static_cast<int>(i);
   }
+  // A number in (0, 1]; `def` when absent.
+  Result<double> Fraction(const std::string& path, double def) const {
+    const json* v = Find(path);
+    if (v == nullptr) return def;
+    if (!v->is_number()) return Error(path, "must be a number");
+    const double d = v->get<double>();
+    if (!(d > 0 && d <= 1)) return Error(path, "must be in (0, 1], got " + v->dump());
+    return d;
+  }
+  // A number >= 0; 0 when absent.
+  Result<double> NonNegative(const std::string& path) const {
+    const json* v = Find(path);
+    if (v == nullptr) return 0.0;
+    if (!v->is_number()) return Error(path, "must be a number");
+    const double d = v->get<double>();
+    if (!(d >= 0 && std::isfinite(d))) return Error(path, "must be >= 0, got " + v->dump());
+    return d;
+  }
+  bool Has(const std::string& path) const { return Find(path) != nullptr; }
   Result<std::string> String(const std::string& path, std::optional<std::string> def) const {
     const json* v = Find(path);
     if (v == nullptr) {
@@ -100,6 +120,34 @@ class Fields {
   const json& j_;
   const std::string& source_;
 };
+
+Result<KernelFit> ParseFit(const Fields& f, const std::string& at) {
+  KernelFit k;
+  ASSIGN_OR_RETURN(k.floor_us, f.NonNegative(at + ".floor_us"));
+  ASSIGN_OR_RETURN(k.hbm, f.Fraction(at + ".hbm", 1.0));
+  ASSIGN_OR_RETURN(k.compute, f.Fraction(at + ".compute", 1.0));
+  return k;
+}
+
+// "measured_kernels": {"source", "attention", "router", "expert_ffn"}.
+Result<KernelProfile> ParseProfile(const Fields& f) {
+  KernelProfile p;
+  const std::string at = "measured_kernels";
+  ASSIGN_OR_RETURN(p.source, f.String(at + ".source", std::nullopt));
+  if (p.source.empty()) return f.Error(at + ".source", "must not be empty");
+  ASSIGN_OR_RETURN(p.attention, ParseFit(f, at + ".attention"));
+  ASSIGN_OR_RETURN(p.router, ParseFit(f, at + ".router"));
+  ASSIGN_OR_RETURN(p.expert, ParseFit(f, at + ".expert_ffn"));
+  ASSIGN_OR_RETURN(p.per_expert_us, f.NonNegative(at + ".expert_ffn.per_expert_us"));
+  ASSIGN_OR_RETURN(p.half_width, f.NonNegative(at + ".expert_ffn.half_width"));
+  ASSIGN_OR_RETURN(std::string overlap, f.String(at + ".expert_ffn.overlap", "max"));
+  if (overlap != "max" && overlap != "serial") {
+    return f.Error(at + ".expert_ffn.overlap",
+                   "must be \"max\" or \"serial\", got \"" + overlap + "\"");
+  }
+  p.serial = overlap == "serial";
+  return p;
+}
 
 Result<json> ParseObject(const std::string& text, const std::string& source) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -185,6 +233,13 @@ Result<HardwareSpec> ParseHardwareJson(const std::string& text, const std::strin
   ASSIGN_OR_RETURN(h.links_per_chip, f.Int("interconnect.links_per_chip", 1));
   ASSIGN_OR_RETURN(h.link_bandwidth_per_direction,
                    f.Positive("interconnect.link_bandwidth_per_direction"));
+  ASSIGN_OR_RETURN(h.allreduce_latency_us,
+                   f.NonNegative("interconnect.collective_latency_us.all_reduce"));
+  ASSIGN_OR_RETURN(h.all_to_all_latency_us,
+                   f.NonNegative("interconnect.collective_latency_us.all_to_all"));
+  if (f.Has("measured_kernels")) {
+    ASSIGN_OR_RETURN(h.measured, ParseProfile(f));
+  }
   return h;
 }
 

@@ -36,6 +36,33 @@ enum class Topology {
   kTorus,   // 3-D torus of chips (TPU ICI); shape from TorusShape()
 };
 
+// What a real kernel library reaches on a chip at decode sizes, fitted to
+// timings of the chip (scripts/measure-kernels.py; docs/SIMULATION.md
+// "Measured kernels"). A covered kernel costs, per layer,
+//   floor_us + max(FLOPs / (peak x compute), bytes / (HBM bw x hbm))
+// and the routed experts add per_expert_us for each expert with rows on the
+// device, reach compute x w / (w + half_width) of peak with w the device's
+// share of an expert's intermediate dim (TP's 1/P slices are small GEMMs),
+// and with `serial` add the two terms instead of taking the larger.
+// The floor is the block's chain of small kernels (norms, RoPE, cache
+// writes, softmax/top-k, sort), which the flat Efficiency factors miss.
+struct KernelFit {
+  double floor_us = 0;
+  double hbm = 1;      // fraction of the datasheet HBM bandwidth
+  double compute = 1;  // fraction of the datasheet peak (compute dtype)
+};
+struct KernelProfile {
+  KernelFit attention;  // full attention of kind "mha" (GQA), projections included
+  KernelFit router;     // router GEMM, softmax, top-k
+  KernelFit expert;     // routed experts: sort, gate/up, SiLU, down, weighted sum
+  double per_expert_us = 0;
+  double half_width = 0;  // 0: compute efficiency independent of the width
+  bool serial = false;
+  std::string source;
+
+  bool empty() const { return source.empty(); }
+};
+
 struct HardwareSpec {
   std::string name;
   std::string description;
@@ -47,6 +74,13 @@ struct HardwareSpec {
   Topology topology = Topology::kSwitch;
   int links_per_chip = 0;
   double link_bandwidth_per_direction = 0;  // bytes/s, one link, one way
+  // Fixed cost of one collective launch on this fabric (µs), on top of its
+  // bandwidth term: "interconnect.collective_latency_us" {"all_reduce",
+  // "all_to_all"}, 0 when absent. Only the simulated backend adds them.
+  double allreduce_latency_us = 0;
+  double all_to_all_latency_us = 0;
+  // The file's "measured_kernels", if any (empty() otherwise).
+  KernelProfile measured;
 
   double peak_flops(Dtype d) const;  // per device
   double hbm_bandwidth() const { return hbm_bandwidth_per_chip / devices_per_chip; }

@@ -21,6 +21,7 @@ struct Ctx {
   double L;    // context (prefill: prompt length)
   double hop;  // all-to-all hop factor
   KernelRates rates;
+  ProfiledRates profiled;
 };
 
 // Fills the times of `k` from its volumes.
@@ -51,7 +52,7 @@ KernelCost Attention(const Ctx& c, AttentionKind kind, int layers) {
     cache = group_seqs * (c.L * a.kv_bytes_per_token + a.kv_bytes_per_token);  // read, write one
   }
   k.activation_bytes = cache / a.cache_split + 2 * group_tokens * m.hidden * kBf16;
-  Time(c, k);
+  TimeKernel(AttentionRates(c.profiled, kind, c.rates), &k);
   return k;
 }
 
@@ -68,7 +69,46 @@ void TimeKernel(const KernelRates& r, KernelCost* k) {
   k->compute_s = k->flops / r.flops;
   k->weight_hbm_s = k->weight_bytes / r.hbm;
   k->hbm_s = (k->weight_bytes + k->activation_bytes) / r.hbm;
-  k->time_s = std::max(k->compute_s, k->hbm_s) + k->link_s;
+  k->time_s = r.floor_s + std::max(k->compute_s, k->hbm_s) + k->link_s;
+}
+
+ProfiledRates ProfileRates(const HardwareSpec& hw, Dtype compute_dtype, const KernelProfile& p,
+                           const KernelRates& flat) {
+  ProfiledRates r{.attention_mha = flat, .router = flat, .expert = flat};
+  if (p.empty()) return r;
+  auto rates = [&](const KernelFit& f) {
+    return KernelRates{.flops = hw.peak_flops(compute_dtype) * f.compute,
+                       .hbm = hw.hbm_bandwidth() * f.hbm,
+                       .link = flat.link,
+                       .floor_s = f.floor_us * 1e-6};
+  };
+  r.attention_mha = rates(p.attention);
+  r.router = rates(p.router);
+  r.expert = rates(p.expert);
+  r.per_expert_s = p.per_expert_us * 1e-6;
+  r.half_width = p.half_width;
+  r.serial = p.serial;
+  return r;
+}
+
+void TimeExpert(const ProfiledRates& r, double groups, double width, KernelCost* k) {
+  // Small per-expert GEMMs fill few tiles: w / (w + half_width) of the rate.
+  const double fill = r.half_width > 0 && width > 0 ? width / (width + r.half_width) : 1.0;
+  k->compute_s = k->flops / (r.expert.flops * fill);
+  k->weight_hbm_s = k->weight_bytes / r.expert.hbm;
+  k->hbm_s = (k->weight_bytes + k->activation_bytes) / r.expert.hbm;
+  const double body = r.serial ? k->compute_s + k->hbm_s : std::max(k->compute_s, k->hbm_s);
+  k->time_s = r.expert.floor_s + groups * r.per_expert_s + body + k->link_s;
+}
+
+double ExpertSeconds(const ProfiledRates& r, double flops, double weight_bytes,
+                     double activation_bytes, double groups, double width) {
+  KernelCost k;
+  k.flops = flops;
+  k.weight_bytes = weight_bytes;
+  k.activation_bytes = activation_bytes;
+  TimeExpert(r, groups, width, &k);
+  return k.time_s;
 }
 
 double LinkSeconds(const KernelRates& r, double bytes, double hops) {
@@ -180,7 +220,9 @@ Result<StepCost> EstimateStep(const HardwareSpec& hw, const ModelSpec& m, const 
         0,
         0,
         out.hop_factor,
-        EffectiveRates(hw, o.compute_dtype, o.efficiency, out.interconnect.injection_bandwidth)};
+        EffectiveRates(hw, o.compute_dtype, o.efficiency, out.interconnect.injection_bandwidth),
+        {}};
+  c.profiled = ProfileRates(hw, o.compute_dtype, o.kernels, c.rates);
   if (o.phase == Phase::kPrefill) {
     c.L = o.context > 0 ? double(o.context) : c.N;
     c.S = std::max(1.0, c.N / c.L);
@@ -208,7 +250,7 @@ Result<StepCost> EstimateStep(const HardwareSpec& hw, const ModelSpec& m, const 
     k.flops = 2 * (N / P) * h * E;
     k.weight_bytes = h * E * kBf16;
     k.activation_bytes = (N / P) * (h + E) * kBf16;
-    Time(c, k);
+    TimeKernel(c.profiled.router, &k);
     ks.push_back(k);
   }
   const double rows = N * K / P;  // routed rows a device sends (and, balanced, receives)
@@ -235,7 +277,10 @@ Result<StepCost> EstimateStep(const HardwareSpec& hw, const ModelSpec& m, const 
     const double touched = 1 - std::pow(1 - 1 / E, N * K);
     k.weight_bytes = E * 3 * h * m.expert_inter * wb / P * touched * tiles;
     k.activation_bytes = (ep_layout ? rows : N * K) * 2 * h * kBf16;
-    Time(c, k);
+    // Experts with rows on a device: its E/P under EP, a slice of every
+    // touched one under TP.
+    const double groups = (ep_layout ? E / P : E) * touched;
+    TimeExpert(c.profiled, groups, ep_layout ? m.expert_inter : double(m.expert_inter) / P, &k);
     ks.push_back(dispatch);
     ks.push_back(k);
     ks.push_back(combine);

@@ -24,7 +24,9 @@
 // link_s = bytes x hop factor / (injection bandwidth x eff.link);
 // time_s = max(compute_s, hbm_s) + link_s (a kernel streams HBM under its
 // math; a collective is pure link time). The efficiency factors default to 1:
-// the figures are then the seeds' ideal lower bounds.
+// the figures are then the seeds' ideal lower bounds. With a KernelProfile
+// (StepOptions::kernels) the kernels it covers take its measured rates and
+// floors instead (catalog.h).
 //
 // Overlap rule (Overlap): kSerial adds every kernel of a layer; kHideComm
 // takes an MoE block as router + max(dispatch + combine, expert + shared):
@@ -78,6 +80,10 @@ struct StepOptions {
   int bts = 0;  // token-staging tile: expert weights are re-read once per
                 // ceil(rows per expert / bts) tiles (seed 000); 0: read once
   Efficiency efficiency;
+  // Measured rates and floors of attention (mha), router and experts, in
+  // place of `efficiency` for those kernels (HardwareSpec::measured). Empty:
+  // the flat factors everywhere.
+  KernelProfile kernels = {};
   Overlap overlap = Overlap::kSerial;
   HopModel hops = HopModel::kAverageHops;
   SharedRows shared_rows = SharedRows::kLocalTokens;
@@ -98,7 +104,7 @@ struct KernelCost {
   double weight_hbm_s = 0;  // weight_bytes alone over the HBM bandwidth
   double hbm_s = 0;
   double link_s = 0;
-  double time_s = 0;  // max(compute_s, hbm_s) + link_s
+  double time_s = 0;  // floor + max(compute_s, hbm_s) + link_s (TimeExpert: catalog.h's rule)
 };
 
 struct StepCost {

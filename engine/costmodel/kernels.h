@@ -25,25 +25,53 @@ namespace sy::engine::costmodel {
 inline constexpr double kActivationBytes = 2.0;
 inline constexpr double kRecurrentStateBytes = 4.0;
 
-// Effective per-device rates: peak x efficiency.
+// Effective per-device rates: peak x efficiency, plus a fixed floor per
+// kernel (0 unless a measured KernelFit sets one).
 struct KernelRates {
-  double flops = 0;  // FLOP/s at the compute dtype
-  double hbm = 0;    // bytes/s
-  double link = 0;   // bytes/s one way (injection bandwidth)
+  double flops = 0;    // FLOP/s at the compute dtype
+  double hbm = 0;      // bytes/s
+  double link = 0;     // bytes/s one way (injection bandwidth)
+  double floor_s = 0;  // added to every kernel priced at these rates
 };
 KernelRates EffectiveRates(const HardwareSpec& hw, Dtype compute_dtype, const Efficiency& e,
                            double injection_bandwidth);
 
 // Fills k's compute_s, weight_hbm_s, hbm_s and time_s from its volumes and
-// link_s: time_s = max(compute_s, hbm_s) + link_s.
+// link_s: time_s = floor_s + max(compute_s, hbm_s) + link_s.
 void TimeKernel(const KernelRates& r, KernelCost* k);
 // TimeKernel's time_s of a kernel without link traffic, without building a
 // KernelCost (the sim calls it per device, per layer, per step).
 inline double KernelSeconds(const KernelRates& r, double flops, double weight_bytes,
                             double activation_bytes) {
   const double compute = flops / r.flops, hbm = (weight_bytes + activation_bytes) / r.hbm;
-  return compute > hbm ? compute : hbm;
+  return r.floor_s + (compute > hbm ? compute : hbm);
 }
+
+// The rates of the kernels a KernelProfile (catalog.h) covers; each is the
+// flat rates where the profile is empty. Built once per configuration.
+struct ProfiledRates {
+  KernelRates attention_mha;  // full attention of kind kMha only
+  KernelRates router;
+  KernelRates expert;
+  double per_expert_s = 0;
+  double half_width = 0;
+  bool serial = false;
+};
+ProfiledRates ProfileRates(const HardwareSpec& hw, Dtype compute_dtype, const KernelProfile& p,
+                           const KernelRates& flat);
+// The rates attention of `kind` is priced at.
+inline const KernelRates& AttentionRates(const ProfiledRates& r, AttentionKind kind,
+                                         const KernelRates& flat) {
+  return kind == AttentionKind::kMha ? r.attention_mha : flat;
+}
+// One device's routed experts in one layer: `groups` experts with rows on
+// it, `width` its share of an expert's intermediate dim (expert_inter under
+// EP, expert_inter / P under TP). Fills compute_s, weight_hbm_s, hbm_s and
+// time_s of *k from its volumes.
+void TimeExpert(const ProfiledRates& r, double groups, double width, KernelCost* k);
+// TimeExpert's time_s without a KernelCost.
+double ExpertSeconds(const ProfiledRates& r, double flops, double weight_bytes,
+                     double activation_bytes, double groups, double width);
 // `bytes` x `hops` over the link rate (0 when either is <= 0).
 double LinkSeconds(const KernelRates& r, double bytes, double hops);
 

@@ -115,6 +115,17 @@ Result<Scenario> ParseScenarioJson(const std::string& text, const std::string& s
     RETURN_IF_ERROR(Get(e, "attention_tp", &s.attention_tp, where));
     RETURN_IF_ERROR(Get(e, "state_slots", &s.state_slots, where));
     RETURN_IF_ERROR(Get(e, "prefix_cache", &s.prefix_cache, where));
+    RETURN_IF_ERROR(Get(e, "kernels", &s.kernels, where));
+    RETURN_IF_ERROR(Get(e, "allreduce_latency_us", &s.allreduce_latency_us, where));
+    RETURN_IF_ERROR(Get(e, "all_to_all_latency_us", &s.all_to_all_latency_us, where));
+    if (s.kernels != "measured" && s.kernels != "flat") {
+      return InvalidArgument(where + ": \"kernels\" must be \"measured\" or \"flat\"");
+    }
+    for (const char* k : {"allreduce_latency_us", "all_to_all_latency_us"}) {
+      if (e.contains(k) && !(e[k].is_number() && e[k].get<double>() >= 0)) {
+        return InvalidArgument(where + ": \"" + k + "\" must be a number >= 0 (µs)");
+      }
+    }
     if (s.attention_tp < 1 || s.devices % s.attention_tp != 0) {
       return InvalidArgument(where + ": \"attention_tp\" must divide \"devices\"");
     }
@@ -200,6 +211,9 @@ Result<EngineOptions> ScenarioEngineOptions(const Scenario& s, const std::string
   f.max_seq = s.max_seq;
   f.memory_fraction = s.memory_fraction;
   f.attention_tp = s.attention_tp;
+  f.kernels = s.kernels;
+  f.allreduce_latency_us = s.allreduce_latency_us;
+  f.all_to_all_latency_us = s.all_to_all_latency_us;
   RETURN_IF_ERROR(ApplySimFlags(f, s.model, run.seed, &o));
   o.workload = std::move(w.options);
   o.workload.seed = run.seed;

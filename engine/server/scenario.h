@@ -22,7 +22,9 @@
 //    "engine": {"max_running": 2048, "max_batch_tokens": 16384, "t_high": 256,
 //               "redundant_experts": 0, "rebalance_every": 0, "max_seq": 8192,
 //               "dtype": "bf16", "overlap": "serial", "memory_fraction": 0.85,
-//               "attention_tp": 1, "state_slots": 64, "prefix_cache": true},
+//               "attention_tp": 1, "state_slots": 64, "prefix_cache": true,
+//               "kernels": "measured", "allreduce_latency_us": 0,
+//               "all_to_all_latency_us": 80},  (latencies: default the hardware's)
 //    "routing": {"skew": 1.0, "drift_period_s": 10, "drift_fraction": 0.1}}
 // "workload" is moe-engine's own workload flags (workload_flags.h), so a
 // scenario means exactly what the same command line would. "phases" names
@@ -69,10 +71,13 @@ struct Scenario {
   int max_seq = 8192;
   std::string dtype = "bf16";
   std::string overlap = "serial";
-  double memory_fraction = 0.9;  // SimFlags::memory_fraction
-  int attention_tp = 1;          // SimFlags::attention_tp
-  int state_slots = 64;          // recurrent-state slots per device (linear attention)
-  bool prefix_cache = true;      // SchedulerOptions::prefix_cache
+  double memory_fraction = 0.9;       // SimFlags::memory_fraction
+  int attention_tp = 1;               // SimFlags::attention_tp
+  int state_slots = 64;               // recurrent-state slots per device (linear attention)
+  bool prefix_cache = true;           // SchedulerOptions::prefix_cache
+  std::string kernels = "measured";   // SimFlags::kernels (measured | flat)
+  double allreduce_latency_us = -1;   // SimFlags::allreduce_latency_us (< 0: the hardware's)
+  double all_to_all_latency_us = -1;  // SimFlags::all_to_all_latency_us (< 0: the hardware's)
   RoutingModelOptions routing;
 };
 

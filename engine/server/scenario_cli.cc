@@ -83,6 +83,17 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
                  "the auto variant's T_h instead of the scenario's (T_l stays 0.8 T_h); "
                  "`moe-engine calibrate --backend sim` gives the cluster's crossover")
       ->check(CLI::Range(1, 1 << 20));
+  std::string kernels;
+  app.add_option("--sim-kernels", kernels,
+                 "measured | flat instead of the scenario's (moe-engine --help: --sim-kernels)")
+      ->check(CLI::IsMember({"measured", "flat"}));
+  double allreduce_us = -1, all_to_all_us = -1;
+  app.add_option("--allreduce-latency-us", allreduce_us,
+                 "fixed µs per all-reduce instead of the scenario's")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--all-to-all-latency-us", all_to_all_us,
+                 "fixed µs per all-to-all instead of the scenario's")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--catalog", run.catalog_dir, "catalogue directory (default: the source's data/)");
   app.add_option("--json", json_out, "also write the results as JSON to this file");
   app.add_option("--live", live, "serve this variant live (telemetry and commands) instead");
@@ -119,6 +130,19 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
     return kExitUsage;
   }
   if (t_high > 0) scenario->t_high = t_high;
+  if (!kernels.empty()) scenario->kernels = kernels;
+  if (allreduce_us >= 0) scenario->allreduce_latency_us = allreduce_us;
+  if (all_to_all_us >= 0) scenario->all_to_all_latency_us = all_to_all_us;
+  // The results name the latencies the runs used, also when they are the
+  // hardware file's (an unknown hardware fails below, with its own message).
+  if (Result<costmodel::HardwareSpec> hw = costmodel::LoadHardware(dir, scenario->hardware);
+      hw.ok()) {
+    if (scenario->allreduce_latency_us < 0)
+      scenario->allreduce_latency_us = hw->allreduce_latency_us;
+    if (scenario->all_to_all_latency_us < 0) {
+      scenario->all_to_all_latency_us = hw->all_to_all_latency_us;
+    }
+  }
   if (!live.empty()) {
     run.telemetry = telemetry;
     run.control = control;

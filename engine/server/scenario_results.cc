@@ -246,6 +246,12 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
        << Fmt("%9.1f", r.wall_s) << Fmt("%9.1f", r.wall_s > 0 ? r.sim_s / r.wall_s : 0)
        << Fmt("%11.0f", r.output_tok_s) << Fmt("%10.3f", r.balancedness) << "\n";
   }
+  auto latency = [](double us) {
+    return us < 0 ? std::string("the hardware's") : Fmt("%g us", us);
+  };
+  os << "  sim: kernels " << s.kernels << ", collective latency: all-reduce "
+     << latency(s.allreduce_latency_us) << ", all-to-all " << latency(s.all_to_all_latency_us)
+     << "\n";
   for (const VariantResult& r : results) {
     if (r.variant == "auto") {
       PolicyOptions p;

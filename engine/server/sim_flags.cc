@@ -39,6 +39,18 @@ void AddSimFlags(CLI::App& app, SimFlags* f, const CLI::Option* kv_pages) {
   app.add_option("--sim-link-efficiency", f->efficiency_link, "sim: fraction of link bandwidth")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  app.add_option("--sim-kernels", f->kernels,
+                 "sim: measured: attention, router and experts at the rates and floors timed on "
+                 "the hardware (its file's measured_kernels, where it has them); flat: the "
+                 "efficiency factors for every kernel")
+      ->check(CLI::IsMember({"measured", "flat"}))
+      ->capture_default_str();
+  app.add_option("--sim-allreduce-latency-us", f->allreduce_latency_us,
+                 "sim: fixed µs added to every all-reduce (default: the hardware file's)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sim-all-to-all-latency-us", f->all_to_all_latency_us,
+                 "sim: fixed µs added to every all-to-all (default: the hardware file's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--routing-skew", f->routing_skew,
                  "sim: Zipf exponent of expert popularity (0: uniform routing)")
       ->check(CLI::NonNegativeNumber)
@@ -83,6 +95,11 @@ Status ApplySimFlags(const SimFlags& f, const std::string& model, uint64_t seed,
       f.overlap == "hide-comm" ? costmodel::Overlap::kHideComm : costmodel::Overlap::kSerial;
   sim.efficiency = {
       .compute = f.efficiency_compute, .hbm = f.efficiency_hbm, .link = f.efficiency_link};
+  if (f.kernels == "measured") sim.kernels = sim.hardware.measured;
+  sim.allreduce_latency_us =
+      f.allreduce_latency_us >= 0 ? f.allreduce_latency_us : sim.hardware.allreduce_latency_us;
+  sim.all_to_all_latency_us =
+      f.all_to_all_latency_us >= 0 ? f.all_to_all_latency_us : sim.hardware.all_to_all_latency_us;
   sim.attention_tp = f.attention_tp;
   sim.routing = {.skew = f.routing_skew,
                  .drift_period_s = f.routing_drift_s,

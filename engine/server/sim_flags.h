@@ -27,6 +27,13 @@ struct SimFlags {
   std::string weight_dtype = "bf16";
   std::string overlap = "serial";  // serial | hide-comm
   double efficiency_compute = 0.6, efficiency_hbm = 0.8, efficiency_link = 0.7;
+  // measured: attention, router and experts at the hardware file's
+  // measured_kernels where it has them (docs/SIMULATION.md); flat: the
+  // efficiency factors above for every kernel.
+  std::string kernels = "measured";
+  // SimOptions' collective latencies; < 0: the hardware file's.
+  double allreduce_latency_us = -1;
+  double all_to_all_latency_us = -1;
   double routing_skew = 1.0;
   double routing_drift_s = 10;
   double routing_drift_fraction = 0.1;

@@ -191,6 +191,9 @@ Result<std::unique_ptr<ModelRunner>> CreateSimRunner(const ModelConfig& config,
   for (double f : {sim.efficiency.compute, sim.efficiency.hbm, sim.efficiency.link}) {
     if (!(f > 0 && f <= 1)) return InvalidArgument("sim: efficiency factors must be in (0, 1]");
   }
+  if (!(sim.allreduce_latency_us >= 0 && sim.all_to_all_latency_us >= 0)) {
+    return InvalidArgument("sim: collective latencies must be >= 0 µs");
+  }
   if (sim.attention_tp < 1 || options.devices % sim.attention_tp != 0) {
     return InvalidArgument("sim: attention_tp " + std::to_string(sim.attention_tp) +
                            " must be >= 1 and divide the " + std::to_string(options.devices) +

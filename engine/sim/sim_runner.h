@@ -88,6 +88,17 @@ struct SimOptions {
   // Fractions of peak reached by real kernels (documented in
   // docs/SIMULATION.md); 1.0 everywhere gives the seeds' lower bounds.
   costmodel::Efficiency efficiency = {.compute = 0.6, .hbm = 0.8, .link = 0.7};
+  // Measured rates and floors for attention (mha), router and experts in
+  // place of `efficiency` (the hardware's HardwareSpec::measured, which
+  // ApplySimFlags copies unless --sim-kernels flat). Empty: flat factors.
+  costmodel::KernelProfile kernels = {};
+  // Fixed cost of each collective (µs), added to its bandwidth term: the
+  // synchronisation and protocol latency that dominates at decode sizes.
+  // Not measured here (one GPU cannot); 0 by default, docs/SIMULATION.md
+  // shows what it does. All-reduce: TP's attention and combine reductions
+  // (and attention groups'); all-to-all: EP's dispatch and combine.
+  double allreduce_latency_us = 0;
+  double all_to_all_latency_us = 0;
   costmodel::Overlap overlap = costmodel::Overlap::kSerial;
   // EP layout: attention tensor parallel within groups of this many devices
   // and data parallel across the P / attention_tp groups (seed 000's

@@ -21,6 +21,10 @@ StepPricer::StepPricer(const SimOptions& sim, const ModelConfig& config, int dev
   const costmodel::Interconnect ic = costmodel::DescribeInterconnect(sim.hardware, devices);
   rates_ = costmodel::EffectiveRates(sim.hardware, sim.compute_dtype, sim.efficiency,
                                      ic.injection_bandwidth);
+  profiled_ = costmodel::ProfileRates(sim.hardware, sim.compute_dtype, sim.kernels, rates_);
+  full_rates_ = costmodel::AttentionRates(profiled_, spec_.attention, rates_);
+  allreduce_latency_us_ = sim.allreduce_latency_us;
+  all_to_all_latency_us_ = sim.all_to_all_latency_us;
   hops_ = ic.all_to_all_hops;
   full_ = costmodel::AttentionTermsOf(spec_, spec_.attention, 1);
   full_tp_ = costmodel::AttentionTermsOf(spec_, spec_.attention, devices);
@@ -47,7 +51,8 @@ StepPricer::StepPricer(const SimOptions& sim, const ModelConfig& config, int dev
 // The cost model's attention kernel (cost_model.cc Attention) for one
 // device: 1/parts of the load's FLOPs and weights (parts 1: the device's own
 // seqs at full weights under EP), the cache split over cache_split devices.
-StepPricer::Cost StepPricer::Attention(const costmodel::AttentionTerms& a, const DeviceLoad& l,
+StepPricer::Cost StepPricer::Attention(const costmodel::AttentionTerms& a,
+                                       const costmodel::KernelRates& r, const DeviceLoad& l,
                                        int parts) const {
   const double tokens = l.tokens;
   if (tokens <= 0) return {};
@@ -60,7 +65,7 @@ StepPricer::Cost StepPricer::Attention(const costmodel::AttentionTerms& a, const
   const double act = cache / a.cache_split + 2 * tokens * spec_.hidden * kActivationBytes;
   c.bytes = weights + act;
   c.tokens = tokens;
-  c.us = KernelSeconds(rates_, c.flops, weights, act) * kUs;
+  c.us = KernelSeconds(r, c.flops, weights, act) * kUs;
   return c;
 }
 
@@ -144,29 +149,31 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
   for (int d = 0; d < P; ++d) {
     const DeviceLoad& l = moe_load_[d];
     const DeviceLoad& g = group_size > 1 ? group_[d / group_size] : loads[d];
-    attn_full_[d] = Attention(full_terms, g, group_size);
-    if (config_.linear_layers() > 0) attn_lin_[d] = Attention(linear_terms, g, group_size);
+    attn_full_[d] = Attention(full_terms, full_rates_, g, group_size);
+    if (config_.linear_layers() > 0) attn_lin_[d] = Attention(linear_terms, rates_, g, group_size);
     const double n = l.tokens;
     if (n <= 0) continue;
-    auto price = [&](Cost* c, double flops, double weights, double act) {
+    auto price = [&](Cost* c, double flops, double weights, double act,
+                     const costmodel::KernelRates& r) {
       c->flops = flops;
       c->bytes = weights + act;
       c->tokens = n;
-      c->us = KernelSeconds(rates_, flops, weights, act) * kUs;
+      c->us = KernelSeconds(r, flops, weights, act) * kUs;
     };
-    price(&router_[d], 2 * n * h * E, h * E * kActivationBytes, n * (h + E) * kActivationBytes);
+    price(&router_[d], 2 * n * h * E, h * E * kActivationBytes, n * (h + E) * kActivationBytes,
+          profiled_.router);
     if (shared_inter > 0) {
       price(&shared_[d], 6 * h * shared_inter * n, 3 * h * shared_inter * weight_bytes_,
-            2 * n * h * kActivationBytes);
+            2 * n * h * kActivationBytes, rates_);
     }
     if (spec_.dense_layers > 0) {
       price(&dense_[d], 6 * h * spec_.dense_inter * n, 3 * h * spec_.dense_inter * kActivationBytes,
-            2 * n * h * kActivationBytes);
+            2 * n * h * kActivationBytes, rates_);
     }
     if (l.logit_rows > 0) {
       const double r = l.logit_rows;
       price(&lm_[d], 2 * r * h * spec_.vocab, h * spec_.vocab * kActivationBytes,
-            r * (h + spec_.vocab) * kActivationBytes);
+            r * (h + spec_.vocab) * kActivationBytes, rates_);
       lm_[d].tokens = r;
     }
   }
@@ -193,12 +200,14 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
   link.assign(P, 0.0);
   const double ring = 2.0 * (P - 1) / P;
   const double allreduce_bytes = N * h * kActivationBytes;
-  const double allreduce_us = costmodel::LinkSeconds(rates_, allreduce_bytes, ring) * kUs;
+  const double allreduce_us =
+      allreduce_latency_us_ + costmodel::LinkSeconds(rates_, allreduce_bytes, ring) * kUs;
   // The attention all-reduce within each group (all P devices under TP);
   // groups reduce at once, the largest one sets the time.
   const double group_ring = 2.0 * (group_size - 1) / group_size;
   const double attn_reduce_bytes = largest_group * h * kActivationBytes;
-  const double attn_reduce_us = costmodel::LinkSeconds(rates_, attn_reduce_bytes, group_ring) * kUs;
+  const double attn_reduce_us =
+      allreduce_latency_us_ + costmodel::LinkSeconds(rates_, attn_reduce_bytes, group_ring) * kUs;
 
   for (int layer = 0; layer < config_.layers; ++layer) {
     const bool full = config_.is_full_attention(layer);
@@ -268,6 +277,7 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
         link[d] = std::max(moe_load_[d].tokens * K, rows_[d]) * dispatch_row_bytes_;
         a2a_us = std::max(a2a_us, costmodel::LinkSeconds(rates_, link[d], hops_) * kUs);
       }
+      a2a_us += all_to_all_latency_us_;
     }
     const double combine_us = tp ? allreduce_us : a2a_us;
     // Expert FFN per device.
@@ -284,7 +294,10 @@ StepTiming StepPricer::Price(const std::vector<DeviceLoad>& loads,
         const double w = touched * expert_bytes_, a = act_rows * 2 * h * kActivationBytes;
         x.bytes = w + a;
         x.tokens = act_rows;
-        x.us = KernelSeconds(rates_, x.flops, w, a) * kUs;
+        // Experts with rows here: a slice of every touched one under TP.
+        const double groups = tp ? all_touched : touched_[d];
+        const double width = tp ? double(spec_.expert_inter) / P : double(spec_.expert_inter);
+        x.us = costmodel::ExpertSeconds(profiled_, x.flops, w, a, groups, width) * kUs;
       }
       slowest_math = std::max(slowest_math, t_[d] + x.us + shared_[d].us);
     }

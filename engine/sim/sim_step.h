@@ -104,7 +104,8 @@ class StepPricer {
 
   // One device's 1/parts of the attention of `l` (a device's, a group's or
   // every seq's load).
-  Cost Attention(const costmodel::AttentionTerms& a, const DeviceLoad& l, int parts) const;
+  Cost Attention(const costmodel::AttentionTerms& a, const costmodel::KernelRates& r,
+                 const DeviceLoad& l, int parts) const;
   // Records kernel k of device d in layer `layer` over [start, end) µs.
   void Emit(int d, int layer, Kernel k, double start, double end, const Cost& c);
 
@@ -112,7 +113,10 @@ class StepPricer {
   const costmodel::ModelSpec spec_;
   const int devices_;
   const costmodel::Overlap overlap_;
-  costmodel::KernelRates rates_;
+  costmodel::KernelRates rates_;       // the flat Efficiency rates
+  costmodel::ProfiledRates profiled_;  // SimOptions::kernels (flat where empty)
+  costmodel::KernelRates full_rates_;  // full attention's
+  double allreduce_latency_us_ = 0, all_to_all_latency_us_ = 0;
   double hops_ = 0;  // all-to-all hop factor
   costmodel::AttentionTerms full_, linear_, full_tp_, linear_tp_;
   // EP layout: attention tensor parallel within groups of attn_tp_ devices

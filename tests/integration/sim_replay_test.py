@@ -68,8 +68,10 @@ def main():
     steps, requests, gaps, seconds = int(m[1]), int(m[2]), int(m[3]), float(m[4])
     assert steps > 100 and requests > 100, summary
     assert gaps == 0, "the console missed messages of an unpaced sim run: " + summary
-    # Simulated time, not the few wall seconds the run took.
-    assert SIM_SECONDS * 0.9 <= seconds <= SIM_SECONDS * 1.5, summary
+    # Simulated time, not the few wall seconds the run took: the arrivals'
+    # 20 s plus the drain of the last requests (~45 ms steps with H200's
+    # measured kernels, lognormal outputs).
+    assert SIM_SECONDS * 0.9 <= seconds <= SIM_SECONDS * 3, summary
 
     overview = console("--replay", db, "--render-view", "overview", "--size", "120x36")
     assert re.search(r"REPLAY ([0-9.m]+s)/\1", overview), overview

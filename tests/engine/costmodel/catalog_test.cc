@@ -89,6 +89,55 @@ TEST(Catalog, BadFilesNameTheField) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("top_k")));
 }
 
+// "measured_kernels" and "interconnect.collective_latency_us" (catalog.h
+// KernelProfile): optional, each field checked and named when wrong.
+TEST(Catalog, MeasuredKernelsAndCollectiveLatency) {
+  Result<HardwareSpec> h200 = LoadHardware(DefaultCatalogDir(), "h200");
+  ASSERT_THAT(h200, IsOk());
+  EXPECT_FALSE(h200->measured.empty());
+  EXPECT_GT(h200->measured.attention.floor_us, 0);
+  EXPECT_GT(h200->measured.router.floor_us, 0);
+  EXPECT_GT(h200->measured.per_expert_us, 0);
+  EXPECT_GT(h200->measured.half_width, 0);
+  EXPECT_TRUE(h200->measured.serial);
+  EXPECT_GT(h200->all_to_all_latency_us, 0);
+  Result<HardwareSpec> tpu = LoadHardware(DefaultCatalogDir(), "tpu-v7x");
+  ASSERT_THAT(tpu, IsOk());
+  EXPECT_TRUE(tpu->measured.empty());
+  EXPECT_EQ(tpu->all_to_all_latency_us, 0);
+
+  const std::string head = R"({"name": "x", "devices_per_chip": 1,
+    "peak_flops_per_chip": {"bf16": 1e15, "fp8": 2e15}, "hbm_bandwidth_per_chip": 3e12,
+    "hbm_capacity_per_chip": 8e10, "interconnect": {"kind": "switch", "links_per_chip": 18,
+    "link_bandwidth_per_direction": 2.5e10, "collective_latency_us": {"all_to_all": 12}})";
+  auto parse = [&](const std::string& rest) {
+    return ParseHardwareJson(head + rest + "}", "x.json");
+  };
+  Result<HardwareSpec> ok = parse(R"(, "measured_kernels": {"source": "timed",
+      "attention": {"floor_us": 50, "hbm": 0.8}, "expert_ffn": {"overlap": "serial"}})");
+  ASSERT_THAT(ok, IsOk());
+  EXPECT_EQ(ok->all_to_all_latency_us, 12);
+  EXPECT_EQ(ok->allreduce_latency_us, 0);
+  EXPECT_EQ(ok->measured.attention.floor_us, 50);
+  EXPECT_EQ(ok->measured.attention.compute, 1.0);  // absent: 1
+  EXPECT_EQ(ok->measured.router.floor_us, 0);
+  EXPECT_THAT(parse(R"(, "measured_kernels": {"attention": {"floor_us": 50}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'measured_kernels.source'")));
+  EXPECT_THAT(
+      parse(R"(, "measured_kernels": {"source": "t", "router": {"hbm": 1.5}})"),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("field 'measured_kernels.router.hbm' must be in (0, 1], got 1.5")));
+  EXPECT_THAT(parse(R"(, "measured_kernels": {"source": "t", "expert_ffn": {"floor_us": -1}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("must be >= 0")));
+  EXPECT_THAT(parse(R"(, "measured_kernels": {"source": "t", "expert_ffn": {"overlap": "x"}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"max\" or \"serial\"")));
+  std::string neg = head;
+  neg.replace(neg.find("12}"), 3, "-2}");
+  EXPECT_THAT(ParseHardwareJson(neg + "}", "x.json"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("'interconnect.collective_latency_us.all_to_all'")));
+}
+
 TEST(Catalog, HfConfigBecomesTheSameSpec) {
   Result<ModelConfig> preset = PresetConfig("ling3-tiny");
   ASSERT_THAT(preset, IsOk());

@@ -180,4 +180,22 @@ TEST(ScenarioCli, THighOverridesTheScenariosThreshold) {
   EXPECT_THAT(r.err, HasSubstr("--t-high"));
 }
 
+// The results name the kernels and collective latencies the runs used: the
+// hardware file's by default, the flags' when given.
+TEST(ScenarioCli, KernelAndLatencyFlagsOverrideTheHardwareFile) {
+  Outcome r = MoeEngine("scenario", "moebius-bursty --variants tp --time-scale 0.02");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("sim: kernels measured, collective latency: all-reduce 0 us, "
+                               "all-to-all 60 us"));
+  r = MoeEngine("scenario",
+                "moebius-bursty --variants tp --time-scale 0.02 --sim-kernels flat "
+                "--allreduce-latency-us 8 --all-to-all-latency-us 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("sim: kernels flat, collective latency: all-reduce 8 us, all-to-all 0 us"));
+  r = MoeEngine("scenario", "moebius-bursty --sim-kernels guessed");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--sim-kernels"));
+}
+
 }  // namespace

@@ -138,6 +138,9 @@ TEST_F(EngineTest, SimRunIsMarkedInMetaAndStampedWithSimulatedTime) {
   EXPECT_EQ(meta.backend["hardware"], "h200");
   EXPECT_EQ(meta.backend["model"], "qwen3-235b-a22b");
   EXPECT_EQ(meta.backend["routing"]["seed"], 7);
+  EXPECT_EQ(meta.backend["kernels"], "measured");  // h200.json's measured_kernels
+  EXPECT_EQ(meta.backend["collective_latency_us"]["all_to_all"], 60);
+  EXPECT_EQ(meta.backend["collective_latency_us"]["allreduce"], 0);
   EXPECT_EQ(meta.devices, 8);
   EXPECT_EQ(meta.model.layers, 94);
   EXPECT_EQ(meta.model.experts, 128);
@@ -207,6 +210,49 @@ TEST(ScenarioTest, BadScenariosAreRefusedWithTheField) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown metric 'fast'")));
   EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"], "devices": "8"})"),
               StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"], "engine": {"kernels": "fast"}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"kernels\" must be")));
+  EXPECT_THAT(parse(R"("workload": ["--workload", "rollout"],
+                       "engine": {"all_to_all_latency_us": -5}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("all_to_all_latency_us")));
+}
+
+// --sim-kernels and the latency flags: the hardware file's by default, the
+// operator's when given (SimFlags, ApplySimFlags).
+TEST(SimFlagsTest, KernelsAndLatenciesDefaultToTheHardwareFile) {
+  auto apply = [](SimFlags f) {
+    EngineOptions o;
+    o.runner.devices = 8;
+    f.backend = "sim";
+    f.hardware = "h200";
+    f.max_seq = 4096;
+    EXPECT_THAT(ApplySimFlags(f, "qwen3-235b-a22b", 1, &o), IsOk());
+    return *o.sim;
+  };
+  const SimOptions def = apply({});
+  EXPECT_FALSE(def.kernels.empty());
+  EXPECT_EQ(def.all_to_all_latency_us, def.hardware.all_to_all_latency_us);
+  EXPECT_EQ(def.all_to_all_latency_us, 60);
+  SimFlags f;
+  f.kernels = "flat";
+  f.all_to_all_latency_us = 5;
+  f.allreduce_latency_us = 7;
+  const SimOptions mine = apply(f);
+  EXPECT_TRUE(mine.kernels.empty());
+  EXPECT_EQ(mine.all_to_all_latency_us, 5);
+  EXPECT_EQ(mine.allreduce_latency_us, 7);
+  // A scenario's "engine" keys reach the same flags.
+  Result<Scenario> s = ParseScenarioJson(
+      R"({"hardware": "h200", "model": "qwen3-235b-a22b", "devices": 8, "variants": ["tp"],
+          "workload": ["--workload", "rollout"],
+          "engine": {"kernels": "flat", "all_to_all_latency_us": 9}})",
+      "x.json");
+  ASSERT_THAT(s, IsOk());
+  Result<EngineOptions> o = ScenarioEngineOptions(*s, "tp", {});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_TRUE(o->sim->kernels.empty());
+  EXPECT_EQ(o->sim->all_to_all_latency_us, 9);
+  EXPECT_EQ(o->sim->allreduce_latency_us, 0);  // the hardware's
 }
 
 class DoneCounter final : public EngineObserver {
@@ -395,6 +441,11 @@ TEST(ScenarioTest, AutoSwitchesAreDatedInTheResults) {
   EXPECT_LE(r->switch_log.back().at_s, r->sim_s);
   EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto switched: TP->EP at "));
   EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto policy: T_h 256, T_l 204.8\n"));
+  // LoadScenario leaves the latencies to the hardware ("the hardware's");
+  // the CLI names the values it resolved (scenario_cli.cc).
+  EXPECT_THAT(FormatScenarioTable(*s, {*r}),
+              HasSubstr("sim: kernels measured, collective latency: all-reduce the hardware's, "
+                        "all-to-all the hardware's\n"));
 
   // The scenario's T_h is the policy's (`scenario --t-high` sets it): above
   // the burst's ~300 running requests, auto stays in TP.

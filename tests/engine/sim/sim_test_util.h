@@ -110,7 +110,8 @@ inline int64_t StepUs(SimRig& rig, const BatchInput& batch, TraceLevel level = T
 }
 
 // EstimateStep's milliseconds for the same shape as a sim step, with the
-// sim's dtypes, efficiencies and overlap rule.
+// sim's dtypes, efficiencies, measured kernels and overlap rule (not its
+// collective latencies: EstimateStep has none).
 inline double EstimateMs(const SimOptions& sim, costmodel::Phase phase, int tokens, int context,
                          int ep, int tp, int devices) {
   costmodel::StepOptions o;
@@ -123,6 +124,7 @@ inline double EstimateMs(const SimOptions& sim, costmodel::Phase phase, int toke
   o.compute_dtype = sim.compute_dtype;
   o.weight_dtype = sim.weight_dtype;
   o.efficiency = sim.efficiency;
+  o.kernels = sim.kernels;
   o.overlap = sim.overlap;
   Result<costmodel::StepCost> c = costmodel::EstimateStep(sim.hardware, sim.model, o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
