@@ -78,12 +78,19 @@ TEST_F(ParallelTest, ManualSwitchesFaultAndRefusals) {
       **sub, [&](const auto&) { return !switches.empty() && switches.back().phase == "failed"; }));
   EXPECT_TRUE(switches.back().detail["rolled_back"].get<bool>());
 
-  ASSERT_TRUE(Call(**client, "resume").ok);
   // With requests in flight under TP: a failure while moving their state
-  // rolls back too, then the switch moves it (re-homing first).
-  for (int i = 0; i < 500 && Call(**client, "status").result["running"].get<int>() == 0; ++i) {
+  // rolls back too, then the switch moves it (re-homing first). Serve until
+  // some are running, then hold them there: paused, none can finish between
+  // the check and the switches (they did once, and the faulted switch found
+  // no state to move).
+  bool running = false;
+  for (int i = 0; i < 500 && !running; ++i) {
+    ASSERT_TRUE(Call(**client, "resume").ok);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(Call(**client, "pause").ok);
+    running = Call(**client, "status").result["running"].get<int>() > 0;
   }
+  ASSERT_TRUE(running);
   telemetry::CommandReply bad_state =
       Call(**client, "switch",
            {{"to", "ep"}, {"inject_fault", {{"part", "state"}, {"phase", "place"}, {"rank", 1}}}});
