@@ -91,24 +91,33 @@ ProfiledRates ProfileRates(const HardwareSpec& hw, Dtype compute_dtype, const Ke
   return r;
 }
 
-void TimeExpert(const ProfiledRates& r, double groups, double width, KernelCost* k) {
-  // Small per-expert GEMMs fill few tiles: w / (w + half_width) of the rate.
+namespace {
+
+// Small per-expert GEMMs fill few tiles: w / (w + half_width) of the rate.
+double ExpertComputeSeconds(const ProfiledRates& r, double flops, double width) {
   const double fill = r.half_width > 0 && width > 0 ? width / (width + r.half_width) : 1.0;
-  k->compute_s = k->flops / (r.expert.flops * fill);
-  k->weight_hbm_s = k->weight_bytes / r.expert.hbm;
-  k->hbm_s = (k->weight_bytes + k->activation_bytes) / r.expert.hbm;
-  const double body = r.serial ? k->compute_s + k->hbm_s : std::max(k->compute_s, k->hbm_s);
-  k->time_s = r.expert.floor_s + groups * r.per_expert_s + body + k->link_s;
+  return flops / (r.expert.flops * fill);
 }
 
+double ExpertTime(const ProfiledRates& r, double compute_s, double hbm_s, double groups) {
+  const double body = r.serial ? compute_s + hbm_s : std::max(compute_s, hbm_s);
+  return r.expert.floor_s + groups * r.per_expert_s + body;
+}
+
+}  // namespace
+
+void TimeExpert(const ProfiledRates& r, double groups, double width, KernelCost* k) {
+  k->compute_s = ExpertComputeSeconds(r, k->flops, width);
+  k->weight_hbm_s = k->weight_bytes / r.expert.hbm;
+  k->hbm_s = (k->weight_bytes + k->activation_bytes) / r.expert.hbm;
+  k->time_s = ExpertTime(r, k->compute_s, k->hbm_s, groups) + k->link_s;
+}
+
+// Per device, per MoE layer, per step in the sim: no KernelCost built.
 double ExpertSeconds(const ProfiledRates& r, double flops, double weight_bytes,
                      double activation_bytes, double groups, double width) {
-  KernelCost k;
-  k.flops = flops;
-  k.weight_bytes = weight_bytes;
-  k.activation_bytes = activation_bytes;
-  TimeExpert(r, groups, width, &k);
-  return k.time_s;
+  return ExpertTime(r, ExpertComputeSeconds(r, flops, width),
+                    (weight_bytes + activation_bytes) / r.expert.hbm, groups);
 }
 
 double LinkSeconds(const KernelRates& r, double bytes, double hops) {

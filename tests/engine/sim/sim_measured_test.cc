@@ -26,17 +26,6 @@ SimRig Qwen(bool measured, double allreduce_us = 0, double all_to_all_us = 0) {
   });
 }
 
-void ToTp(SimRig& rig) {
-  Result<SwitchStats> s = rig.runner->SwitchParallelism(ParallelMode::kTP, nullptr);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-}
-
-double MeanStepMs(SimRig& rig, const BatchInput& batch, int steps = 4) {
-  int64_t us = 0;
-  for (int i = 0; i < steps; ++i) us += StepUs(rig, batch);
-  return us / 1e3 / steps;
-}
-
 TEST(SimMeasuredTest, TheH200FileCarriesAMeasuredProfile) {
   const costmodel::HardwareSpec h200 = Hw("h200");
   ASSERT_FALSE(h200.measured.empty());
@@ -58,7 +47,7 @@ TEST(SimMeasuredTest, UniformStepMatchesEstimateStepWithTheProfile) {
         ToTp(flat);
       }
       const BatchInput b = Batch(seqs, 8, 1, 1024);
-      const double sim = MeanStepMs(measured, b), sim_flat = MeanStepMs(flat, b);
+      const double sim = MeanStepMs(measured, b, 4), sim_flat = MeanStepMs(flat, b, 4);
       const double est =
           EstimateMs(measured.sim, Phase::kDecode, seqs, 1024, tp ? 1 : 8, tp ? 8 : 1, 8);
       std::printf("%s decode %4d: measured sim %.3f ms, EstimateStep %.3f ms, flat %.3f ms\n",

@@ -29,18 +29,6 @@ SimRig Qwen(double skew, double overhead_us = 0) {
   });
 }
 
-// Mean simulated ms of `steps` steps of `batch`.
-double MeanStepMs(SimRig& rig, const BatchInput& batch, int steps = 5) {
-  int64_t us = 0;
-  for (int i = 0; i < steps; ++i) us += StepUs(rig, batch);
-  return us / 1e3 / steps;
-}
-
-void ToTp(SimRig& rig) {
-  Result<SwitchStats> s = rig.runner->SwitchParallelism(ParallelMode::kTP, nullptr);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-}
-
 // Uniform routing (skew 0) prices each device's kernels as EstimateStep
 // prices the balanced shape; the difference is the multinomial noise of the
 // sampled counts (the busiest device's rows exceed the mean), so the sim is

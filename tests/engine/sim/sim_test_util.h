@@ -109,6 +109,19 @@ inline int64_t StepUs(SimRig& rig, const BatchInput& batch, TraceLevel level = T
   return rig.now() - t0;
 }
 
+// Mean simulated ms of `steps` steps of `batch`.
+inline double MeanStepMs(SimRig& rig, const BatchInput& batch, int steps = 5) {
+  int64_t us = 0;
+  for (int i = 0; i < steps; ++i) us += StepUs(rig, batch);
+  return us / 1e3 / steps;
+}
+
+// Switches the rig's runner to TP (it starts in EP).
+inline void ToTp(SimRig& rig) {
+  Result<SwitchStats> s = rig.runner->SwitchParallelism(ParallelMode::kTP, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+}
+
 // EstimateStep's milliseconds for the same shape as a sim step, with the
 // sim's dtypes, efficiencies, measured kernels and overlap rule (not its
 // collective latencies: EstimateStep has none).
