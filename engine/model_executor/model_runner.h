@@ -237,6 +237,15 @@ class ModelRunner {
   // shared expert and LM head, and page tables and slot ids mean the same.
   // Greedy outputs are the same in both layouts.
   virtual ParallelMode parallel_mode() const = 0;
+  // Consecutive devices that share each request's per-token work in the
+  // current layout (its projections and attention). The scheduler caps each
+  // such group's prefill tokens per step at its share of the step budget
+  // (Scheduler::set_prefill_group), so data-parallel attention is not made
+  // to wait on one device that took a whole budget of prompt. Here every
+  // layout runs a request's projections on its home device: all devices,
+  // one group, the budget uncapped per device (the CPU runner's devices are
+  // threads of one host and a step's prompts are few).
+  virtual int prefill_group() const { return devices(); }
   // Runner thread, between steps: reshards every device's expert buffer to
   // `target` (UnifiedExpertBuffer::Reshard on all device threads at once),
   // then its KV pages and state slots (ReshardState, engine/parallelism/

@@ -66,6 +66,12 @@ Scheduler::Placement Scheduler::PickDevice(const Request& r) {
     return running_on(a.device) < running_on(b.device);
   });
   for (Candidate& c : cands) {
+    if (PrefillRoom(c.device) == 0) {
+      // Its group has prefilled its share this step: a device the cache
+      // decides is waited for, any other is passed over.
+      if (affinity && c.hit.tokens == best_hit) return {};
+      continue;
+    }
     // Pin first: what the hit reuses must not count as evictable room.
     const bool pin = c.hit.tokens > 0;
     if (pin) caches_[c.device]->Lock(c.hit.node);

@@ -60,6 +60,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, std::vector<KvPool*> pools
   assert(state_pools_.empty() || state_pools_.size() == pools_.size());
   page_size_ = pools_.front()->page_size();
   for ([[maybe_unused]] KvPool* p : pools_) assert(p->page_size() == page_size_);
+  prefill_group_ = devices();
   hit_tokens_.assign(pools_.size(), 0);
   query_tokens_.assign(pools_.size(), 0);
   if (!options_.prefix_cache) return;
@@ -253,12 +254,21 @@ BatchInput Scheduler::Plan() {
   }
 
   // 2. Continue chunked prefills of running requests, oldest first.
+  const int groups = devices() / prefill_group_;
+  prefill_left_.assign(groups, std::max(1, static_cast<int>(int64_t{options_.max_batch_tokens} *
+                                                            prefill_group_ / devices())));
+  auto take_prefill = [&](Request* r) {
+    int& left = prefill_left_[r->device / prefill_group_];
+    const int n = std::min({budget, left, r->total_len() - r->computed});
+    if (n <= 0) return;
+    AddSeq(&batch, r, n);
+    budget -= n;
+    left -= n;
+    last_plan_.prefill_tokens += n;
+  };
   for (auto& r : running_) {
     if (!r->in_prefill() || budget == 0) continue;
-    const int n = std::min(budget, r->total_len() - r->computed);
-    AddSeq(&batch, r.get(), n);
-    budget -= n;
-    last_plan_.prefill_tokens += n;
+    take_prefill(r.get());
   }
 
   // 3. Admit FCFS. Pages for the whole (re)prefill are taken now, so a chunked
@@ -275,13 +285,15 @@ BatchInput Scheduler::Plan() {
     ++last_plan_.admitted;
     last_plan_.cache_hit_tokens += r->cache_hit_tokens;
     last_plan_.cache_query_tokens += r->total_len();
-    const int n = std::min(budget, r->total_len() - r->computed);
-    AddSeq(&batch, r, n);
-    budget -= n;
-    last_plan_.prefill_tokens += n;
+    take_prefill(r);
   }
   last_plan_.batch_requests = static_cast<int>(batch.seqs.size());
   return batch;
+}
+
+void Scheduler::set_prefill_group(int g) {
+  assert(g >= 1 && devices() % g == 0);
+  prefill_group_ = g;
 }
 
 Result<std::vector<Request>> Scheduler::Commit(const StepOutput& out, int64_t now_us) {

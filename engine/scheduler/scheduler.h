@@ -29,7 +29,8 @@
 //      later from position 0 in a fresh slot), which may be the request
 //      itself. No request is ever dropped.
 //   2. running requests still in prefill get their next chunk from what is
-//      left of the budget (chunked prefill; `sample` only on the final chunk).
+//      left of the budget (chunked prefill; `sample` only on the final chunk),
+//      each prefill group within its share (set_prefill_group).
 //   3. waiting requests are admitted FCFS while budget and max_running allow.
 //      The candidate device is the one with the most free pages among those
 //      with a free state slot (or needing none); it must hold the whole
@@ -209,6 +210,17 @@ class Scheduler {
   bool prefix_cache() const { return !caches_.empty(); }
   CacheStats cache_stats(int device) const;
 
+  // Devices [k*g, (k+1)*g) form prefill group k: each group takes at most
+  // max(1, max_batch_tokens * g / P) prefill tokens per step (decode tokens
+  // are not capped per group). g = P, the default, is one group with the
+  // whole budget. Data-parallel attention runs a step as long as its
+  // slowest group, so a shared budget one device can take whole makes
+  // everyone wait on that device's prompt; SGLang divides
+  // chunked_prefill_size by dp_size for the same reason. Admission skips
+  // devices whose group's share is spent, unless a cache hit decides the
+  // device (then the request waits for it). REQUIRES: g >= 1 divides P.
+  void set_prefill_group(int g);
+  int prefill_group() const { return prefill_group_; }
   int devices() const { return static_cast<int>(pools_.size()); }
   int running() const { return static_cast<int>(running_.size()); }
   int waiting() const { return static_cast<int>(waiting_.size()); }
@@ -251,6 +263,8 @@ class Scheduler {
   // it now (evicting cached pages/slots if needed), then most free pages.
   // The returned hit is already pinned. device -1: it must wait.
   Placement PickDevice(const Request& r);
+  // Prefill tokens device d's group may still take in this Plan.
+  int PrefillRoom(int d) const { return prefill_left_[d / prefill_group_]; }
   // Device d could take r now, reusing hit_pages cached pages.
   bool Fits(const Request& r, int d, int hit_pages) const;
   // Free pages (or slots) on device d, counting what the cache could evict.
@@ -292,6 +306,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Request>> running_;  // in admission order (oldest first)
   std::vector<Planned> planned_;                   // parallel to the last Plan's seqs
   PlanStats last_plan_;
+  int prefill_group_;              // set_prefill_group
+  std::vector<int> prefill_left_;  // per group, this Plan: prefill tokens it may still take
 };
 
 }  // namespace sy::engine

@@ -303,6 +303,7 @@ Status Engine::Run() {
 
 Status Engine::RunStep() {
   const int64_t start_us = NowUs();
+  scheduler_->set_prefill_group(runner_->prefill_group());  // the layout may have switched
   BatchInput batch = scheduler_->Plan();
   if (batch.seqs.empty()) return Status::Ok();  // nothing admissible yet
   Result<StepOutput> out = runner_->Step(batch, trace_level_);

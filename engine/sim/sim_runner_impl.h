@@ -43,6 +43,7 @@ class SimRunner final : public ModelRunner {
   void AbortStagedExpertLayer() override;
   SpanRecorder::Clock::time_point epoch() const override { return epoch_; }
   ParallelMode parallel_mode() const override { return mode_; }
+  int prefill_group() const override { return AttentionDevices(mode_); }
   Result<SwitchStats> SwitchParallelism(ParallelMode target, const FaultPlan* fault) override;
   Status CheckLayoutCapacity(ParallelMode target) const override;
   std::vector<int> LayoutOverflowPages(ParallelMode target) const override;

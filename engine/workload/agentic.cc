@@ -59,7 +59,7 @@ class Agentic final : public Scenario {
       s.id = next_id_++;
       s.next_us = start_us;
       s.turns_left = std::uniform_int_distribution<int>(o_.turns_min, o_.turns_max)(src.rng());
-      s.prompt = src.Text(std::min(src.Draw(o_.first_turn_len), o_.max_prompt_tokens), true, "");
+      s.prompt = src.Prompt(std::min(src.Draw(o_.first_turn_len), o_.max_prompt_tokens));
       start_s_ += src.Exponential(o_.rate);
       Emit(src, s, a);
       return true;

@@ -107,6 +107,10 @@ std::vector<int32_t> TokenSource::Text(int tokens, bool bos, std::string_view he
   return out;
 }
 
+std::vector<int32_t> TokenSource::Prompt(int tokens) {
+  return Text(tokens, true, "[" + std::to_string(prompts_++) + "] ");
+}
+
 std::vector<int32_t> TokenSource::Encode(std::string_view text) const {
   return tokenizer_ ? tokenizer_->Encode(text, /*add_bos=*/true)
                     : engine::Encode(text, /*add_bos=*/true);

@@ -18,7 +18,7 @@ class Poisson final : public Scenario {
   bool Next(TokenSource& src, Arrival* a) override {
     if (!o_.burst) t_s_ += src.Exponential(o_.rate);
     a->time_us = o_.burst ? 0 : ToUs(t_s_);
-    a->spec.prompt = src.Text(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens), true, "");
+    a->spec.prompt = src.Prompt(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens));
     a->spec.max_new_tokens = src.Draw(o_.output_len);
     return true;
   }
@@ -56,7 +56,7 @@ class Bursty final : public Scenario {
       ++phase_;
     }
     a->time_us = ToUs(t_s_);
-    a->spec.prompt = src.Text(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens), true, "");
+    a->spec.prompt = src.Prompt(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens));
     a->spec.max_new_tokens = src.Draw(o_.output_len);
     return true;
   }
@@ -83,7 +83,7 @@ class Rollout final : public Scenario {
     }
     ++in_step_;
     a->time_us = ToUs(static_cast<double>(step_) * o_.rollout_interval_s);
-    a->spec.prompt = src.Text(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens), true, "");
+    a->spec.prompt = src.Prompt(std::min(src.Draw(o_.prompt_len), o_.max_prompt_tokens));
     a->spec.max_new_tokens = src.Draw(o_.output_len);
     return true;
   }

@@ -36,12 +36,20 @@ class TokenSource {
   // sentence on; BOS first when `bos` (counted in `tokens`: 1 is BOS alone).
   // REQUIRES: tokens >= 1.
   std::vector<int32_t> Text(int tokens, bool bos, std::string_view header);
+  // The prompt of an independent request: Text(tokens, true, header) whose
+  // header ("[n] ", n counting this source's prompts from 0) makes it differ
+  // from every other prompt within its first 2 + digits tokens. The corpus
+  // is a few dozen sentences and Text starts at one of them, so without it
+  // two requests share whole sentences from position 0 and the prefix cache
+  // serves most of a prompt that a real, unrelated request would prefill.
+  std::vector<int32_t> Prompt(int tokens);
   // `text` encoded with BOS, as a trace's "prompt" is.
   std::vector<int32_t> Encode(std::string_view text) const;
 
  private:
   std::mt19937_64 rng_;
   std::shared_ptr<const Tokenizer> tokenizer_;
+  int64_t prompts_ = 0;  // Prompt()s so far
 };
 
 // Arrivals of one scenario, in non-decreasing time order.

@@ -53,6 +53,44 @@ TEST(SchedulerTest, AdmissionIsLimitedByFreePages) {
   EXPECT_EQ(pools.ptrs[0]->free_pages(), 2);
 }
 
+// Data-parallel attention: each group of devices prefills at most its share
+// of the step's budget, so no device takes a whole budget of prompt while
+// the others wait on it at every MoE layer.
+TEST(SchedulerTest, PrefillGroupsCapEachGroupsShareOfTheBudget) {
+  Pools pools(4, 64, 4);
+  Scheduler s(Opts(/*budget=*/200, /*max_running=*/8), pools.ptrs);
+  EXPECT_EQ(s.prefill_group(), 4);  // one group: the whole budget
+  for (int i = 0; i < 6; ++i) ASSERT_THAT(s.Submit(Spec(120, 4), 0), IsOk());
+  s.set_prefill_group(1);  // 200 * 1 / 4 = 50 prefill tokens per device
+  int64_t now = 0;
+  BatchInput b = s.Plan();
+  std::map<int, int> per_device;
+  for (const SeqInput& q : b.seqs) per_device[q.device] += static_cast<int>(q.tokens.size());
+  // Four admitted, one per device, 50 tokens each; the other two wait for a
+  // device with room (none left this step).
+  EXPECT_EQ(s.running(), 4);
+  EXPECT_EQ(s.waiting(), 2);
+  EXPECT_THAT(per_device,
+              ElementsAre(std::pair{0, 50}, std::pair{1, 50}, std::pair{2, 50}, std::pair{3, 50}));
+  ASSERT_THAT(s.Commit(Outputs(b), ++now), IsOk());
+
+  // Pairs of devices: 100 tokens per pair per step; the running prompts
+  // continue first (70 left each), so each pair finishes one and starts the other.
+  s.set_prefill_group(2);
+  b = s.Plan();
+  std::map<int, int> per_group;
+  for (const SeqInput& q : b.seqs) per_group[q.device / 2] += static_cast<int>(q.tokens.size());
+  EXPECT_THAT(per_group, ElementsAre(std::pair{0, 100}, std::pair{1, 100}));
+  ASSERT_THAT(s.Commit(Outputs(b), ++now), IsOk());
+
+  // Back to one group: the shared budget again (FCFS, no per-device cap).
+  s.set_prefill_group(4);
+  b = s.Plan();
+  EXPECT_EQ(Tokens(b), 200);
+  ASSERT_THAT(s.Commit(Outputs(b), ++now), IsOk());
+  EXPECT_EQ(Drain(s, &now).size(), 6u);
+}
+
 TEST(SchedulerTest, PrefersTheDeviceWithMostFreePages) {
   Pools pools(3, 16, 4);
   Scheduler s(Opts(512), pools.ptrs);

@@ -77,6 +77,21 @@ TEST(SimCapacityTest, TpHalvesTheKvCapacityWithFourKvHeadsOnEightDevices) {
   EXPECT_EQ(mla.runner->kv_pool(3).free_pages(), 125);
 }
 
+// The devices sharing a request's attention, which the engine hands the
+// scheduler as its prefill group: all P under TP, attention_tp under EP
+// (data-parallel attention), so EP's per-device prefill is capped at 1/P
+// (or T/P) of the step budget and TP's is not.
+TEST(SimCapacityTest, PrefillGroupIsTheDevicesSharingARequestsAttention) {
+  SimRig rig = MakeRig(
+      "h200", "qwen3-235b-a22b", 8, [](SimOptions&) {}, 8192, 16, 1000);
+  EXPECT_EQ(rig.runner->prefill_group(), 1);
+  ASSERT_THAT(rig.runner->SwitchParallelism(ParallelMode::kTP, nullptr).status(), IsOk());
+  EXPECT_EQ(rig.runner->prefill_group(), 8);
+  SimRig groups = MakeRig(
+      "h200", "qwen3-235b-a22b", 8, [](SimOptions& s) { s.attention_tp = 4; }, 8192, 16, 1000);
+  EXPECT_EQ(groups.runner->prefill_group(), 4);
+}
+
 TEST(SimCapacityTest, SwitchIsRefusedWhenTheTargetCannotHoldTheResidentKv) {
   SimRig rig = MakeRig(
       "h200", "qwen3-235b-a22b", 8, [](SimOptions&) {}, 8192, 16, 1000);

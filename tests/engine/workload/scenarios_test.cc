@@ -139,6 +139,38 @@ TEST(RolloutTest, ReleasesTogetherWithLongTailedOutputs) {
   EXPECT_NEAR(mean, 256, 40);
 }
 
+// Independent requests share no prefix a radix cache could serve: the
+// corpus is a few dozen sentences, so without each prompt's own opening two
+// prompts cut from the same sentence would agree for whole sentences.
+TEST(IndependentPromptsTest, PoissonBurstyAndRolloutPromptsDifferWithinTheirOpening) {
+  for (WorkloadKind kind : {WorkloadKind::kPoisson, WorkloadKind::kBursty, WorkloadKind::kRollout,
+                            WorkloadKind::kAgentic}) {
+    WorkloadOptions o = WorkloadOptions::ForKind(kind);
+    o.prompt_len = o.first_turn_len = LengthDist{LengthDist::Kind::kFixed, 96, 96};
+    o.max_requests = 300;
+    if (kind == WorkloadKind::kRollout) o.rollout_size = 300;
+    const auto all = Generate(o);
+    ASSERT_EQ(all.size(), 300u) << WorkloadKindName(kind);
+    std::set<std::vector<int32_t>> openings;
+    size_t longest = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const auto& a = all[i].spec.prompt;
+      ExpectOneBosThenText(a);
+      if (kind == WorkloadKind::kAgentic && a.size() > 96) continue;  // a later turn
+      for (size_t j = 0; j < i; ++j) {
+        const auto& b = all[j].spec.prompt;
+        if (kind == WorkloadKind::kAgentic && b.size() > 96) continue;
+        const size_t n = std::min(a.size(), b.size());
+        size_t k = 0;
+        while (k < n && a[k] == b[k]) ++k;
+        longest = std::max(longest, k);
+      }
+    }
+    // BOS + "[" + the shared leading digits of two indices below 300.
+    EXPECT_LE(longest, 4u) << WorkloadKindName(kind);
+  }
+}
+
 TEST(RolloutTest, RepeatsEveryInterval) {
   WorkloadOptions o = WorkloadOptions::ForKind(WorkloadKind::kRollout);
   o.rollout_size = 8;
