@@ -249,10 +249,10 @@ double SwitchPolicy::WindowMean(int w) const {
 }
 
 Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
-  assert(obs.running >= 0 && obs.waiting >= 0);
+  assert(obs.running >= 0 && obs.waiting >= 0 && obs.prefill_tokens >= 0);
   assert(!last_step_.has_value() || obs.step >= *last_step_);
   last_step_ = obs.step;
-  Record(obs.running);
+  Record(obs.running + obs.prefill_tokens);
   // A layout change we did not see decided (or the end of one we did) starts
   // the cooldown from the step it shows up.
   if (last_layout_.has_value() && *last_layout_ != obs.layout) last_switch_step_ = obs.step;
@@ -305,8 +305,14 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
     d.why = DecisionWhy::kInProgress;
     d.reason = "switch or rebalance in progress: batch " + batch + ", no decision";
   } else if (obs.layout == PolicyLayout::kTp) {
+    // Entry looks at half the exit's window: fast in, slow out (§7.2).
+    const int entry = std::max(1, options_.window / 2);
+    const double mean = WindowMean(entry);
     if (obs.running >= d.t_high) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh, "batch " + batch + " >= T_h " + th);
+    } else if (WindowFilled(entry) == entry && mean >= d.t_high) {
+      want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh,
+           "mean batch " + Num(mean) + " over " + Steps(entry) + " >= T_h " + th);
     } else {
       d.why = DecisionWhy::kBelowHigh;
       d.reason = "TP: batch " + batch + " < T_h " + th + ": stay";

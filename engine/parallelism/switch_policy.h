@@ -15,9 +15,17 @@
 //   if (!d.repeat) Publish(d);               // d.reason: "batch 70 >= T_h 64: switch to EP now"
 //   if (d.action == SwitchAction::kSwitchToEp) StartSwitch(...);
 //
-// The rules, once per step with count = running requests:
-//   - in TP: count >= T_h switches to EP at once (burst onset hurts TTFT now);
-//   - in EP: the mean count over the last W steps (full window only) < T_l
+// The rules, once per step. The step's batch is the requests running after
+// it plus the prompt tokens it prefilled (PolicyObservation::prefill_tokens):
+// a decoding request is one row of the expert GEMMs and a prefill chunk of
+// n tokens is n, and the crossover is about those rows. In pure decode it
+// is the running count of seed 003's rule.
+//   - in TP: running >= T_h switches to EP at once (burst onset hurts TTFT
+//     now), and so does a mean batch over the last W/2 steps (full only)
+//     >= T_h: a burst of prompts loads TP's narrow expert slices long
+//     before enough requests run to cross T_h, and the mean keeps one long
+//     prompt in a quiet period from switching (half of W: fast in, slow out);
+//   - in EP: the mean batch over the last W steps (full window only) < T_l
 //     switches to TP (a single dip does not move the mean enough);
 //   - rollout variant (§7.3; rollout=on, or rollout=auto and the observation
 //     says the workload is a rollout): T_l = T_h and W = 1, since the batch
@@ -104,8 +112,11 @@ std::string DescribePolicyOptions(const PolicyOptions& o);
 // What the scheduler sees at the end of one step.
 struct PolicyObservation {
   int64_t step = 0;  // step index; REQUIRES non-decreasing across calls
-  int running = 0;   // requests in the running batch (the count); REQUIRES >= 0
-  int waiting = 0;   // queued requests (reported, not counted); REQUIRES >= 0
+  int running = 0;   // requests in the running batch; REQUIRES >= 0
+  // Prompt tokens the step prefilled (chunks included); added to `running`
+  // in the step's batch. REQUIRES >= 0.
+  int prefill_tokens = 0;
+  int waiting = 0;  // queued requests (reported, not counted); REQUIRES >= 0
   PolicyLayout layout = PolicyLayout::kTp;  // the layout serving now
   bool transition_in_progress = false;      // a switch or rebalance is running
   // Capacity check done by the caller: the other layout can hold every
@@ -130,7 +141,7 @@ struct Decision {
   PolicyMode mode = PolicyMode::kAuto;
   int batch = 0;
   int waiting = 0;
-  double mean = 0;        // mean count over the window (W = 1 under rollout)
+  double mean = 0;        // mean batch over the window (W = 1 under rollout)
   int window = 0;         // W in effect
   int window_filled = 0;  // samples in the window, <= window
   int t_high = 0;
@@ -165,7 +176,7 @@ class SwitchPolicy {
   int WindowFilled(int w) const;
 
   PolicyOptions options_;
-  std::deque<int> history_;  // latest counts, newest at the back, at most options_.window
+  std::deque<int> history_;  // latest batches, newest at the back, at most options_.window
   std::optional<int64_t> last_switch_step_;
   std::optional<int64_t> last_step_;  // to assert that steps do not go back
   std::optional<PolicyLayout> last_layout_;

@@ -326,6 +326,7 @@ void Engine::ObservePolicy() {
   obs.step = scheduler_->step();
   obs.running = scheduler_->running();
   obs.waiting = scheduler_->waiting();
+  obs.prefill_tokens = scheduler_->last_plan().prefill_tokens;
   obs.layout = ToPolicy(runner_->parallel_mode());
   obs.transition_in_progress = applier_ && applier_->busy();
   // Seed 003 §7.1: the other layout must hold every resident request's KV

@@ -48,6 +48,59 @@ TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
   EXPECT_FALSE(d.repeat);
 }
 
+// Steps carrying prompt chunks count their tokens: a burst of prompts
+// moves TP to EP on the mean over W/2 steps, before enough requests run to
+// cross T_h; a single long prompt in a quiet stretch does not.
+TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
+  SwitchPolicy p(Small(150, 8, 0));  // entry mean over 4 steps
+  auto step = [&](int64_t s, int running, int prefill) {
+    PolicyObservation o = Obs(s, running, kTp);
+    o.prefill_tokens = prefill;
+    return p.Observe(o);
+  };
+  // Quiet: 20 running, one 300-token prompt among them: mean (3 x 20 + 320) / 4 = 95.
+  EXPECT_EQ(step(0, 20, 0).action, SwitchAction::kNone);
+  EXPECT_EQ(step(1, 20, 0).action, SwitchAction::kNone);
+  EXPECT_EQ(step(2, 20, 300).action, SwitchAction::kNone);  // window not yet full
+  Decision d = step(3, 20, 0);
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
+  // A burst: every step prefills ~150 tokens of prompt while only 25-30 run.
+  EXPECT_EQ(step(4, 25, 145).action, SwitchAction::kNone);  // (20 + 320 + 20 + 170) / 4 = 132.5
+  d = step(5, 30, 150);                                     // (320 + 20 + 170 + 180) / 4 = 172.5
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_EQ(d.why, DecisionWhy::kAboveHigh);
+  EXPECT_EQ(d.reason, "mean batch 172.5 over 4 steps >= T_h 150: switch to EP now");
+  EXPECT_EQ(d.batch, 30);
+
+  // Without prompt tokens the step's batch is its running count.
+  SwitchPolicy q(Small(100, 8, 0));
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(q.Observe(Obs(s, 99, kTp)).action, SwitchAction::kNone);
+}
+
+// EP -> TP averages the same batches over the whole window.
+TEST(SwitchPolicyTest, ReturnToTpAveragesBatchesWithPromptTokens) {
+  SwitchPolicy p(Small(100, 4, 0));  // T_l 80
+  auto step = [&](int64_t s, int running, int prefill) {
+    PolicyObservation o = Obs(s, running, kEp);
+    o.prefill_tokens = prefill;
+    return p.Observe(o);
+  };
+  // 50 running, but prompts keep the mean at (50 + 50 + 250 + 50) / 4 = 100.
+  step(0, 50, 0);
+  step(1, 50, 0);
+  step(2, 50, 200);
+  Decision d = step(3, 50, 0);
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kAboveLow);
+  d = step(4, 50, 0);  // (50 + 250 + 50 + 50) / 4 = 100
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  step(5, 50, 0);
+  d = step(6, 50, 0);  // the prompt has left the window: 50
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToTp);
+  EXPECT_DOUBLE_EQ(d.mean, 50);
+}
+
 TEST(SwitchPolicyTest, ReturnsToTpOnlyWhenWindowMeanFallsBelowTLow) {
   SwitchPolicy p(Small(10, 4, 0));  // T_l = 8
   for (int s = 0; s < 4; ++s) {

@@ -448,12 +448,13 @@ TEST(ScenarioTest, AutoSwitchesAreDatedInTheResults) {
                         "all-to-all the hardware's\n"));
 
   // The scenario's T_h is the policy's (`scenario --t-high` sets it): above
-  // the burst's ~300 running requests, auto stays in TP.
-  s->t_high = 1000;
+  // any step's batch (the step budget is 16,384 tokens, prompt chunks
+  // included), auto stays in TP.
+  s->t_high = 20000;
   r = RunScenarioVariant(*s, "auto", {});
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->switches, 0);
-  EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto policy: T_h 1000, T_l 800.0\n"));
+  EXPECT_THAT(FormatScenarioTable(*s, {*r}), HasSubstr("auto policy: T_h 20000, T_l 16000.0\n"));
 }
 
 // Seed 000's benchmark configuration: Ling-2.6-1T on 16 v7x chips = 32
