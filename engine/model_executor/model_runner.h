@@ -241,10 +241,11 @@ class ModelRunner {
   // current layout (its projections and attention). The scheduler caps each
   // such group's prefill tokens per step at its share of the step budget
   // (Scheduler::set_prefill_group), so data-parallel attention is not made
-  // to wait on one device that took a whole budget of prompt. Here every
-  // layout runs a request's projections on its home device: all devices,
-  // one group, the budget uncapped per device (the CPU runner's devices are
-  // threads of one host and a step's prompts are few).
+  // to wait on one device that took a whole budget of prompt. This default,
+  // the CPU runner's, is one group (the budget uncapped per device): its
+  // home devices run a request's projections in both layouts, so they could
+  // gain from the cap too, but it was made for the sim's clusters and has
+  // not been measured on the CPU backend.
   virtual int prefill_group() const { return devices(); }
   // Runner thread, between steps: reshards every device's expert buffer to
   // `target` (UnifiedExpertBuffer::Reshard on all device threads at once),
