@@ -3,6 +3,7 @@
 Each test starts moe-engine (and moe-console where needed) on free loopback
 ports chosen here, so tests can run in parallel under ctest.
 """
+import atexit
 import json
 import os
 import re
@@ -129,6 +130,9 @@ class Proc:
         self.log = open(log_path, "wb")
         self.p = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=env)
+        # A failed assertion skips the test's own kill(): without this its
+        # engine and console outlive the test (seen: an hour and a half).
+        atexit.register(self.kill)
 
     def alive(self):
         return self.p.poll() is None
