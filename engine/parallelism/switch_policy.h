@@ -16,9 +16,10 @@
 //   if (d.action == SwitchAction::kSwitchToEp) StartSwitch(...);
 //
 // The rules, once per step. The step's batch is the requests running after
-// it plus the prompt tokens it prefilled (PolicyObservation::prefill_tokens):
-// a decoding request is one row of the expert GEMMs and a prefill chunk of
-// n tokens is n, and the crossover is about those rows. In pure decode it
+// it plus the prompt tokens waiting to be prefilled, at most one step's
+// budget (PolicyObservation::prefill_tokens): the rows the next step's
+// expert GEMMs face, where a decoding request is one row and a prompt chunk
+// of n tokens is n; the crossover is about those rows. In pure decode it
 // is the running count of seed 003's rule.
 //   - in TP: running >= T_h switches to EP at once (burst onset hurts TTFT
 //     now), and so does a mean batch over the last W/2 steps (full only)
@@ -113,8 +114,11 @@ std::string DescribePolicyOptions(const PolicyOptions& o);
 struct PolicyObservation {
   int64_t step = 0;  // step index; REQUIRES non-decreasing across calls
   int running = 0;   // requests in the running batch; REQUIRES >= 0
-  // Prompt tokens the step prefilled (chunks included); added to `running`
-  // in the step's batch. REQUIRES >= 0.
+  // Prompt tokens not yet prefilled, of running chunks and queued requests
+  // (arrivals during the step included), capped at one step's budget
+  // (Scheduler::pending_prefill_tokens); added to `running` in the step's
+  // batch, so a burst counts before the old layout prefills it.
+  // REQUIRES >= 0.
   int prefill_tokens = 0;
   int waiting = 0;  // queued requests (reported, not counted); REQUIRES >= 0
   PolicyLayout layout = PolicyLayout::kTp;  // the layout serving now

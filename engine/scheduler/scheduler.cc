@@ -117,6 +117,20 @@ std::vector<const Request*> Scheduler::running_requests() const {
   return out;
 }
 
+int Scheduler::pending_prefill_tokens() const {
+  const int cap = options_.max_batch_tokens;
+  int64_t n = 0;
+  // A decoding request feeds its one new token; only the surplus is prefill.
+  for (const auto& r : running_) {
+    if (r->in_prefill()) n += r->total_len() - r->computed;
+  }
+  for (const auto& r : waiting_) {
+    if (n >= cap) break;
+    n += r->total_len() - r->computed;
+  }
+  return static_cast<int>(std::min<int64_t>(n, cap));
+}
+
 std::vector<const Request*> Scheduler::waiting_requests() const {
   std::vector<const Request*> out;
   for (const auto& r : waiting_) out.push_back(r.get());

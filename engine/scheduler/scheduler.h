@@ -229,6 +229,13 @@ class Scheduler {
   // order, waiting in queue order. Valid until the next Plan/Commit/Cancel.
   std::vector<const Request*> running_requests() const;
   std::vector<const Request*> waiting_requests() const;
+  // Prompt tokens not yet prefilled: the rest of every running request's
+  // chunked prompt and the whole of every waiting one (a preempted request
+  // counts what it must recompute), capped at max_batch_tokens, so at most
+  // what one step may prefill. The cache is not consulted: a prompt it holds
+  // counts in full. For the switch policy, which wants the load the next
+  // step faces, arrivals included, before that step runs.
+  int pending_prefill_tokens() const;
   // True when requests on `device` hold a recurrent-state slot.
   bool needs_slot(int device) const;
   bool idle() const { return running_.empty() && waiting_.empty(); }

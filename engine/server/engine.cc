@@ -315,7 +315,14 @@ Status Engine::RunStep() {
   FeedStreams(batch, *out, finished);
   PublishAfterStep(batch, &*out, finished, start_us, end_us);
   UpdateMetrics(*out, finished);
-  if (options_.model.experts > 0) ObservePolicy();
+  if (options_.model.experts > 0) {
+    // Arrivals first: the policy then sees the load the next step faces, so
+    // a burst that came during this step can move the layout before its
+    // prompts are prefilled in the old one.
+    AdmitArrivals();
+    AdmitApiRequests();
+    ObservePolicy();
+  }
 
   const int64_t done_us = NowUs();
   if (first_step_us_ < 0) first_step_us_ = start_us;

@@ -237,7 +237,8 @@ class Engine {
   Result<nlohmann::json> SwitchTo(ParallelMode target, const FaultPlan* fault,
                                   const std::string& why);
   nlohmann::json PolicyJson() const;
-  // Once per step: feeds the policy and acts on its decision.
+  // Once per step, after it and after queueing the requests that arrived
+  // during it: feeds the policy and acts on its decision.
   void ObservePolicy();
   // Every loop turn: publishes a finished calibration (and applies it).
   void PollCalibration();

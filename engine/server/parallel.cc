@@ -326,7 +326,7 @@ void Engine::ObservePolicy() {
   obs.step = scheduler_->step();
   obs.running = scheduler_->running();
   obs.waiting = scheduler_->waiting();
-  obs.prefill_tokens = scheduler_->last_plan().prefill_tokens;
+  obs.prefill_tokens = scheduler_->pending_prefill_tokens();
   obs.layout = ToPolicy(runner_->parallel_mode());
   obs.transition_in_progress = applier_ && applier_->busy();
   // Seed 003 §7.1: the other layout must hold every resident request's KV
@@ -345,6 +345,7 @@ void Engine::ObservePolicy() {
                   {"step", d.step},
                   {"layout", std::string(PolicyLayoutName(d.layout))},
                   {"batch", d.batch},
+                  {"waiting", d.waiting},
                   {"mean", d.mean},
                   {"window", d.window},
                   {"t_high", d.t_high},

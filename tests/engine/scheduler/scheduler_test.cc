@@ -91,6 +91,32 @@ TEST(SchedulerTest, PrefillGroupsCapEachGroupsShareOfTheBudget) {
   EXPECT_EQ(Drain(s, &now).size(), 6u);
 }
 
+// What the switch policy reads before a step: prompt tokens still to
+// prefill, waiting and chunked alike, at most one step's budget.
+TEST(SchedulerTest, PendingPrefillTokensCountQueuedAndChunkedPromptsUpToTheBudget) {
+  Pools pools(2, 64, 4);
+  Scheduler s(Opts(/*budget=*/100, /*max_running=*/8), pools.ptrs);
+  EXPECT_EQ(s.pending_prefill_tokens(), 0);
+  ASSERT_THAT(s.Submit(Spec(30, 4), 0), IsOk());
+  ASSERT_THAT(s.Submit(Spec(40, 4), 0), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 70);
+  ASSERT_THAT(s.Submit(Spec(50, 4), 0), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 100);  // 120 waiting, capped at the budget
+  int64_t now = 0;
+  BatchInput b = s.Plan();  // 30 + 40 + the first 30 of the 50
+  EXPECT_EQ(Tokens(b), 100);
+  ASSERT_THAT(s.Commit(Outputs(b), ++now), IsOk());
+  // The two finished prompts now decode (no prefill left); 20 of the third remain.
+  EXPECT_EQ(s.waiting(), 0);
+  EXPECT_EQ(s.pending_prefill_tokens(), 20);
+  ASSERT_THAT(s.Submit(Spec(10, 4), now), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 30);
+  b = s.Plan();
+  ASSERT_THAT(s.Commit(Outputs(b), ++now), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 0);  // all decoding
+  EXPECT_EQ(Drain(s, &now).size(), 4u);
+}
+
 TEST(SchedulerTest, PrefersTheDeviceWithMostFreePages) {
   Pools pools(3, 16, 4);
   Scheduler s(Opts(512), pools.ptrs);
