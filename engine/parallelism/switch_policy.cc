@@ -269,7 +269,13 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
   d.rollout = rollout;
   d.t_high = options_.t_high;
   d.t_low = rollout ? static_cast<double>(options_.t_high) : EffectiveTLow(options_);
-  d.window = rollout ? 1 : options_.window;
+  // The window the layout's rule reads: entry looks at half the exit's
+  // window (fast in, slow out, §7.2); the rollout variant exits on one step.
+  if (obs.layout == PolicyLayout::kTp) {
+    d.window = std::max(1, options_.window / 2);
+  } else {
+    d.window = rollout ? 1 : options_.window;
+  }
   d.window_filled = WindowFilled(d.window);
   d.mean = WindowMean(d.window);
   if (last_switch_step_.has_value()) {
@@ -305,14 +311,11 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
     d.why = DecisionWhy::kInProgress;
     d.reason = "switch or rebalance in progress: batch " + batch + ", no decision";
   } else if (obs.layout == PolicyLayout::kTp) {
-    // Entry looks at half the exit's window: fast in, slow out (§7.2).
-    const int entry = std::max(1, options_.window / 2);
-    const double mean = WindowMean(entry);
     if (obs.running >= d.t_high) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh, "batch " + batch + " >= T_h " + th);
-    } else if (WindowFilled(entry) == entry && mean >= d.t_high) {
+    } else if (d.window_filled == d.window && d.mean >= d.t_high) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh,
-           "mean batch " + Num(mean) + " over " + Steps(entry) + " >= T_h " + th);
+           "mean batch " + Num(d.mean) + " over " + Steps(d.window) + " >= T_h " + th);
     } else {
       d.why = DecisionWhy::kBelowHigh;
       d.reason = "TP: batch " + batch + " < T_h " + th + ": stay";

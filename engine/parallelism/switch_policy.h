@@ -145,8 +145,10 @@ struct Decision {
   PolicyMode mode = PolicyMode::kAuto;
   int batch = 0;
   int waiting = 0;
-  double mean = 0;        // mean batch over the window (W = 1 under rollout)
-  int window = 0;         // W in effect
+  double mean = 0;  // mean batch over `window`
+  // The window the layout's rule reads: W/2 in TP (entry), W in EP (exit),
+  // 1 in EP under the rollout variant.
+  int window = 0;
   int window_filled = 0;  // samples in the window, <= window
   int t_high = 0;
   double t_low = 0;       // T_l in effect (T_h under rollout)

@@ -72,6 +72,10 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
   EXPECT_EQ(d.why, DecisionWhy::kAboveHigh);
   EXPECT_EQ(d.reason, "mean batch 172.5 over 4 steps >= T_h 150: switch to EP now");
   EXPECT_EQ(d.batch, 30);
+  // The decision's figures are the entry window's, not the exit's W = 8.
+  EXPECT_EQ(d.window, 4);
+  EXPECT_EQ(d.window_filled, 4);
+  EXPECT_DOUBLE_EQ(d.mean, 172.5);
 
   // Without prompt tokens the step's batch is its running count.
   SwitchPolicy q(Small(100, 8, 0));
