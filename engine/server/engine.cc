@@ -315,14 +315,11 @@ Status Engine::RunStep() {
   FeedStreams(batch, *out, finished);
   PublishAfterStep(batch, &*out, finished, start_us, end_us);
   UpdateMetrics(*out, finished);
-  if (options_.model.experts > 0) {
-    // Arrivals first: the policy then sees the load the next step faces, so
-    // a burst that came during this step can move the layout before its
-    // prompts are prefilled in the old one.
-    AdmitArrivals();
-    AdmitApiRequests();
-    ObservePolicy();
-  }
+  // Queue what arrived during the step before anything reads the load: the
+  // switch policy then sees a burst before the old layout prefills it.
+  AdmitArrivals();
+  AdmitApiRequests();
+  if (options_.model.experts > 0) ObservePolicy();
 
   const int64_t done_us = NowUs();
   if (first_step_us_ < 0) first_step_us_ = start_us;
