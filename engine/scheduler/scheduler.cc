@@ -120,7 +120,8 @@ std::vector<const Request*> Scheduler::running_requests() const {
 int Scheduler::pending_prefill_tokens() const {
   const int cap = options_.max_batch_tokens;
   int64_t n = 0;
-  // A decoding request feeds its one new token; only the surplus is prefill.
+  // Decoding requests count in `running` (one row each); only requests still
+  // prefilling (a chunked prompt, or a recompute after preemption) add here.
   for (const auto& r : running_) {
     if (r->in_prefill()) n += r->total_len() - r->computed;
   }
