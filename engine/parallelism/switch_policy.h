@@ -120,7 +120,9 @@ struct PolicyObservation {
   // batch, so a burst counts before the old layout prefills it.
   // REQUIRES >= 0.
   int prefill_tokens = 0;
-  int waiting = 0;  // queued requests (reported, not counted); REQUIRES >= 0
+  // Queued requests, reported in the decision; their prompt tokens count
+  // through prefill_tokens. REQUIRES >= 0.
+  int waiting = 0;
   PolicyLayout layout = PolicyLayout::kTp;  // the layout serving now
   bool transition_in_progress = false;      // a switch or rebalance is running
   // Capacity check done by the caller: the other layout can hold every

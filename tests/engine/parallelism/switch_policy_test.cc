@@ -48,9 +48,9 @@ TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
   EXPECT_FALSE(d.repeat);
 }
 
-// Steps carrying prompt chunks count their tokens: a burst of prompts
-// moves TP to EP on the mean over W/2 steps, before enough requests run to
-// cross T_h; a single long prompt in a quiet stretch does not.
+// Prompt tokens waiting to be prefilled count in a step's batch: a burst of
+// prompts moves TP to EP on the mean over W/2 steps, before enough requests
+// run to cross T_h; a single long prompt in a quiet stretch does not.
 TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
   SwitchPolicy p(Small(150, 8, 0));  // entry mean over 4 steps
   auto step = [&](int64_t s, int running, int prefill) {
@@ -65,7 +65,7 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
   Decision d = step(3, 20, 0);
   EXPECT_EQ(d.action, SwitchAction::kNone);
   EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
-  // A burst: every step prefills ~150 tokens of prompt while only 25-30 run.
+  // A burst: ~150 prompt tokens wait at every step while only 25-30 run.
   EXPECT_EQ(step(4, 25, 145).action, SwitchAction::kNone);  // (20 + 320 + 20 + 170) / 4 = 132.5
   d = step(5, 30, 150);                                     // (320 + 20 + 170 + 180) / 4 = 172.5
   EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
@@ -90,7 +90,7 @@ TEST(SwitchPolicyTest, ReturnToTpAveragesBatchesWithPromptTokens) {
     o.prefill_tokens = prefill;
     return p.Observe(o);
   };
-  // 50 running, but prompts keep the mean at (50 + 50 + 250 + 50) / 4 = 100.
+  // 50 running, but a waiting prompt keeps the mean at (50 + 50 + 250 + 50) / 4 = 100.
   step(0, 50, 0);
   step(1, 50, 0);
   step(2, 50, 200);
