@@ -265,6 +265,7 @@ void ApplyPolicyJson(const json& policy, SwitchPolicy& p) {
   }
   if (JsonHasNum(policy, "window")) p.window = static_cast<int>(JsonInt(policy, "window"));
   if (JsonHasNum(policy, "cooldown")) p.cooldown = static_cast<int>(JsonInt(policy, "cooldown"));
+  if (JsonHasNum(policy, "queue")) p.queue = static_cast<int>(JsonInt(policy, "queue"));
   if (const std::string r = JsonStr(policy, "rollout"); !r.empty()) p.rollout = r;
   if (const std::string desc = JsonStr(policy, "describe"); !desc.empty()) p.describe = desc;
 }
@@ -294,7 +295,9 @@ std::string ParallelReplyText(const std::string& cmd, const json& result) {
     return JsonStr(result, "mode") + ", T_h " + std::to_string(JsonInt(result, "t_high")) +
            ", T_l " + Short(JsonNum(result, "t_low")) + ", window " +
            std::to_string(JsonInt(result, "window")) + ", cooldown " +
-           std::to_string(JsonInt(result, "cooldown"));
+           std::to_string(JsonInt(result, "cooldown")) +
+           (JsonHasNum(result, "queue") ? ", queue " + std::to_string(JsonInt(result, "queue"))
+                                        : "");
   }
   if (cmd == "expert_stats") {
     char bal[16];

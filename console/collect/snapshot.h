@@ -131,8 +131,9 @@ struct SwitchPolicy {
   int t_high = 0;           // T_h: batch at which TP switches to EP at once
   double t_low = 0;         // T_l in effect: EP switches to TP when the window mean is below
   bool t_low_auto = false;  // T_l follows 0.8 T_h
-  int window = 0;           // steps the EP mean covers
+  int window = 0;           // steps the mean covers
   int cooldown = 0;         // steps between switches
+  int queue = 0;            // queued requests that send TP to EP at T_h (0: off or not reported)
   std::string rollout;      // "auto" | "on" | "off"
   std::string describe;     // the engine's one-line description
 };

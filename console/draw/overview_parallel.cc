@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "console/draw/bar.h"
 #include "console/draw/format.h"
@@ -111,10 +112,15 @@ int DrawSwitchRows(Grid& g, int y, const Snapshot& s, int label_w) {
     x = g.Put(x, y, "batch " + std::to_string(batch), theme::kTitle);
     x = g.Put(x, y, "  T_l┆" + Short(pol.t_low) + (pol.t_low_auto ? "a" : ""), theme::kWarn);
     x = g.Put(x, y, "  T_h┃" + std::to_string(pol.t_high), theme::kBad);
-    const std::string tail = "  W " + std::to_string(pol.window) + "  C " +
-                             std::to_string(pol.cooldown) +
-                             (pol.rollout == "on" ? "  rollout" : "");
-    if (x + DisplayWidth(tail) <= w) g.Put(x, y, tail, theme::kDimmed);
+    // The tuning figures, each while it fits: at 80 columns W and C do.
+    std::vector<std::string> tail = {"  W " + std::to_string(pol.window),
+                                     "  C " + std::to_string(pol.cooldown)};
+    if (pol.queue > 0) tail.push_back("  Q " + std::to_string(pol.queue));
+    if (pol.rollout == "on") tail.push_back("  rollout");
+    for (const std::string& t : tail) {
+      if (x + DisplayWidth(t) > w) break;
+      x = g.Put(x, y, t, theme::kDimmed);
+    }
     ++y;
   }
   if (!p.switches.empty() || p.switches_done + p.switches_failed + p.switches_refused > 0) {

@@ -130,6 +130,13 @@ Status ParsePolicy(const std::vector<std::string>& words, ParsedCommand& out) {
         return InvalidArgument("bad cooldown '" + value + "': expected steps from 0 to 1000000");
       }
       args["cooldown"] = *n;
+    } else if (key == "queue") {
+      const auto n = Integer(value, 0, 1'000'000);
+      if (!n) {
+        return InvalidArgument("bad queue '" + value +
+                               "': expected requests from 0 (off) to 1000000");
+      }
+      args["queue"] = *n;
     } else if (key == "rollout") {
       value = Lower(value);
       if (!OneOf(kRolloutValues, value)) {

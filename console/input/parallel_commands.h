@@ -11,7 +11,8 @@
 //   policy K=V ...                keys t_high (int >= 1), t_low ("auto" or
 //                                 a number > 0, at most t_high when both are
 //                                 given), window (int >= 1), cooldown (int
-//                                 >= 0), rollout (auto|on|off), mode
+//                                 >= 0), queue (int >= 0), rollout
+//                                 (auto|on|off), mode
 //   calibrate [B1,B2,...] [steps=N] [prompt=N] [apply]
 //                                 {"batches": [...], "steps": N,
 //                                 "prompt_len": N, "apply": true}; at least
@@ -33,8 +34,8 @@ namespace sy::console {
 
 inline constexpr std::string_view kSwitchTargets[] = {"tp", "ep"};
 inline constexpr std::string_view kPolicyModes[] = {"auto", "manual"};
-inline constexpr std::string_view kPolicyKeys[] = {"t_high",   "t_low",   "window",
-                                                   "cooldown", "rollout", "mode"};
+inline constexpr std::string_view kPolicyKeys[] = {"t_high", "t_low",   "window", "cooldown",
+                                                   "queue",  "rollout", "mode"};
 inline constexpr std::string_view kRolloutValues[] = {"auto", "on", "off"};
 
 // Each fills out.request.args and out.text from `words` (words[0] is the

@@ -17,6 +17,8 @@ constexpr double kDefaultLowRatio = 0.8;
 // Bounds the history the policy keeps (one int per step).
 constexpr int kMaxWindow = 1'000'000;
 constexpr int kMaxCooldown = 100'000'000;
+constexpr int kMaxQueue = 1'000'000;
+constexpr std::string_view kKeys = "mode, t_high, t_low, window, cooldown, queue, rollout";
 
 // Shortest form that round-trips the figures people read: 204.8, 256, 198.43.
 std::string Num(double v) {
@@ -103,6 +105,8 @@ std::string_view WhyName(DecisionWhy w) {
       return "below_high";
     case DecisionWhy::kAboveHigh:
       return "above_high";
+    case DecisionWhy::kQueued:
+      return "queued";
     case DecisionWhy::kWindowFilling:
       return "window_filling";
     case DecisionWhy::kAboveLow:
@@ -139,6 +143,10 @@ Status ValidatePolicyOptions(const PolicyOptions& o) {
     return InvalidArgument("policy: cooldown " + std::to_string(o.cooldown) + " must be in [0, " +
                            std::to_string(kMaxCooldown) + "] steps");
   }
+  if (o.queue < 0 || o.queue > kMaxQueue) {
+    return InvalidArgument("policy: queue " + std::to_string(o.queue) + " must be in [0, " +
+                           std::to_string(kMaxQueue) + "] requests (0: off)");
+  }
   return Status::Ok();
 }
 
@@ -151,6 +159,7 @@ std::string DescribePolicyOptions(const PolicyOptions& o) {
                   " t_high=" + std::to_string(o.t_high) + " t_low=" + Num(EffectiveTLow(o));
   if (!o.t_low.has_value()) s += " (0.8 t_high)";
   s += " window=" + std::to_string(o.window) + " cooldown=" + std::to_string(o.cooldown) +
+       " queue=" + std::to_string(o.queue) +
        " rollout=" + std::string(RolloutVariantName(o.rollout));
   return s;
 }
@@ -182,9 +191,8 @@ Status SwitchPolicy::ApplyCommand(std::string_view args) {
       } else if (word == "auto") {
         next.mode = PolicyMode::kAuto;
       } else {
-        return InvalidArgument("policy: '" + std::string(word) +
-                               "' is not key=value (keys: mode, t_high, t_low, window, cooldown, "
-                               "rollout) nor manual|auto");
+        return InvalidArgument("policy: '" + std::string(word) + "' is not key=value (keys: " +
+                               std::string(kKeys) + ") nor manual|auto");
       }
       continue;
     }
@@ -213,6 +221,8 @@ Status SwitchPolicy::ApplyCommand(std::string_view args) {
       if (!ParseInt(value, &next.window)) return BadValue(key, value, "an integer step count");
     } else if (key == "cooldown") {
       if (!ParseInt(value, &next.cooldown)) return BadValue(key, value, "an integer step count");
+    } else if (key == "queue") {
+      if (!ParseInt(value, &next.queue)) return BadValue(key, value, "an integer request count");
     } else if (key == "rollout") {
       if (value == "auto") {
         next.rollout = RolloutVariant::kAuto;
@@ -225,7 +235,7 @@ Status SwitchPolicy::ApplyCommand(std::string_view args) {
       }
     } else {
       return InvalidArgument("policy: unknown key '" + std::string(key) +
-                             "' (keys: mode, t_high, t_low, window, cooldown, rollout)");
+                             "' (keys: " + std::string(kKeys) + ")");
     }
   }
   return SetOptions(next);
@@ -269,13 +279,11 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
   d.rollout = rollout;
   d.t_high = options_.t_high;
   d.t_low = rollout ? static_cast<double>(options_.t_high) : EffectiveTLow(options_);
-  // The window the layout's rule reads: entry looks at half the exit's
-  // window (fast in, slow out, §7.2); the rollout variant exits on one step.
-  if (obs.layout == PolicyLayout::kTp) {
-    d.window = std::max(1, options_.window / 2);
-  } else {
-    d.window = rollout ? 1 : options_.window;
-  }
+  // The rollout variant exits on one step. Entry reads the same W as the
+  // exit: the fast ways in are the count and the queue, and half of W let
+  // clusters of long prompts in quiet periods set off 3 s EP excursions
+  // (docs/SIMULATION.md, tried and not kept).
+  d.window = obs.layout == PolicyLayout::kEp && rollout ? 1 : options_.window;
   d.window_filled = WindowFilled(d.window);
   d.mean = WindowMean(d.window);
   if (last_switch_step_.has_value()) {
@@ -313,6 +321,11 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
   } else if (obs.layout == PolicyLayout::kTp) {
     if (obs.running >= d.t_high) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh, "batch " + batch + " >= T_h " + th);
+    } else if (options_.queue > 0 && obs.waiting >= options_.queue &&
+               obs.running + obs.prefill_tokens >= d.t_high) {
+      want(SwitchAction::kSwitchToEp, DecisionWhy::kQueued,
+           std::to_string(obs.waiting) + " queued, batch " + batch + " + " +
+               std::to_string(obs.prefill_tokens) + " prompt tokens >= T_h " + th);
     } else if (d.window_filled == d.window && d.mean >= d.t_high) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh,
            "mean batch " + Num(d.mean) + " over " + Steps(d.window) + " >= T_h " + th);

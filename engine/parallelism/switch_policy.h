@@ -21,11 +21,14 @@
 // expert GEMMs face, where a decoding request is one row and a prompt chunk
 // of n tokens is n; the crossover is about those rows. In pure decode it
 // is the running count of seed 003's rule.
-//   - in TP: running >= T_h switches to EP at once (burst onset hurts TTFT
-//     now), and so does a mean batch over the last W/2 steps (full only)
-//     >= T_h: a burst of prompts loads TP's narrow expert slices long
-//     before enough requests run to cross T_h, and the mean keeps one long
-//     prompt in a quiet period from switching (half of W: fast in, slow out);
+//   - in TP, three ways to EP, each at once (burst onset hurts TTFT now):
+//     running >= T_h (seed 003's rule); a queue of at least Q requests
+//     with the step's batch >= T_h (a burst: prompts load TP's narrow
+//     expert slices long before enough requests run to cross T_h, and one
+//     more TP step prefilling them is what the burst's first requests pay
+//     for); or a mean batch over the last W steps (full only) >= T_h (a
+//     load that grew slowly). One long prompt in a quiet period trips
+//     none of them: it queues alone and moves a W-step mean little;
 //   - in EP: the mean batch over the last W steps (full window only) < T_l
 //     switches to TP (a single dip does not move the mean enough);
 //   - rollout variant (§7.3; rollout=on, or rollout=auto and the observation
@@ -70,7 +73,8 @@ enum class DecisionWhy {
   kManual,         // manual mode: report only
   kInProgress,     // a switch or rebalance is running
   kBelowHigh,      // TP and count < T_h: stay
-  kAboveHigh,      // TP and count >= T_h: switch to EP
+  kAboveHigh,      // TP and count (or mean batch) >= T_h: switch to EP
+  kQueued,         // TP, >= Q requests queued and batch >= T_h: switch to EP
   kWindowFilling,  // EP and fewer than W samples: stay
   kAboveLow,       // EP and mean >= T_l: stay
   kBelowLow,       // EP and mean < T_l: switch to TP
@@ -82,7 +86,7 @@ std::string_view PolicyLayoutName(PolicyLayout l);      // "tp", "ep"
 std::string_view PolicyModeName(PolicyMode m);          // "manual", "auto"
 std::string_view RolloutVariantName(RolloutVariant r);  // "auto", "on", "off"
 std::string_view SwitchActionName(SwitchAction a);      // "none", "switch_to_tp", "switch_to_ep"
-std::string_view WhyName(DecisionWhy w);  // "manual", "in_progress", "below_high", ...
+std::string_view WhyName(DecisionWhy w);  // "manual", "in_progress", "below_high", "queued", ...
 
 struct PolicyOptions {
   // manual: only operator `switch` commands move the layout.
@@ -97,6 +101,12 @@ struct PolicyOptions {
   // Steps averaged for EP -> TP. Longer ignores longer dips but returns to TP
   // later after a burst ends.
   int window = 64;
+  // Q: TP -> EP at once when at least this many requests wait and the
+  // step's batch reaches T_h; 0 turns the rule off. A quiet period queues
+  // the few requests that arrived during one step (at 5 req/s and 50 ms
+  // steps, 0.25 on average; 4 at most in moebius-bursty's quiet phases),
+  // a burst's first steps 8-34 (docs/PARALLELISM.md).
+  int queue = 8;
   // Steps that must pass after a switch before the next one. The paper uses
   // 5 s; steps keep the policy free of clocks and replayable.
   int cooldown = 50;
@@ -107,7 +117,8 @@ struct PolicyOptions {
 Status ValidatePolicyOptions(const PolicyOptions& o);
 // T_l in effect: o.t_low or 0.8 * o.t_high.
 double EffectiveTLow(const PolicyOptions& o);
-// "mode=auto t_high=256 t_low=204.8 (0.8 t_high) window=64 cooldown=50 rollout=auto".
+// "mode=auto t_high=256 t_low=204.8 (0.8 t_high) window=64 cooldown=50 queue=8
+// rollout=auto".
 std::string DescribePolicyOptions(const PolicyOptions& o);
 
 // What the scheduler sees at the end of one step.
@@ -120,8 +131,8 @@ struct PolicyObservation {
   // batch, so a burst counts before the old layout prefills it.
   // REQUIRES >= 0.
   int prefill_tokens = 0;
-  // Queued requests, reported in the decision; their prompt tokens count
-  // through prefill_tokens. REQUIRES >= 0.
+  // Queued requests (the queue rule; reported in the decision); their
+  // prompt tokens count through prefill_tokens. REQUIRES >= 0.
   int waiting = 0;
   PolicyLayout layout = PolicyLayout::kTp;  // the layout serving now
   bool transition_in_progress = false;      // a switch or rebalance is running
@@ -148,8 +159,7 @@ struct Decision {
   int batch = 0;
   int waiting = 0;
   double mean = 0;  // mean batch over `window`
-  // The window the layout's rule reads: W/2 in TP (entry), W in EP (exit),
-  // 1 in EP under the rollout variant.
+  // The window the mean covers: W, or 1 in EP under the rollout variant.
   int window = 0;
   int window_filled = 0;  // samples in the window, <= window
   int t_high = 0;
@@ -173,7 +183,8 @@ class SwitchPolicy {
   // ones. The count history is kept; the next decision is never a repeat.
   Status SetOptions(const PolicyOptions& options);
   // The `policy` command: whitespace-separated "key=value" pairs (keys mode,
-  // t_high, t_low, window, cooldown, rollout) or a bare "manual" / "auto".
+  // t_high, t_low, window, cooldown, queue, rollout) or a bare "manual" /
+  // "auto".
   // "t_low=auto" returns T_l to 0.8 * t_high. All pairs apply or none:
   // INVALID_ARGUMENT names the bad key or value. Empty args change nothing.
   Status ApplyCommand(std::string_view args);

@@ -82,6 +82,7 @@ json Engine::PolicyJson() const {
           {"t_low_auto", !o.t_low.has_value()},
           {"window", o.window},
           {"cooldown", o.cooldown},
+          {"queue", o.queue},
           {"rollout", std::string(RolloutVariantName(o.rollout))},
           {"layout", std::string(ParallelModeName(runner_->parallel_mode()))},
           {"describe", DescribePolicyOptions(o)}};

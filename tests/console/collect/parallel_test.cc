@@ -62,15 +62,12 @@ nlohmann::json DoneDetail(const char* from, const char* to) {
       {"rolled_back", false}, {"why", "command"}};
 }
 
-const nlohmann::json kPolicy = {{"mode", "auto"},
-                                {"t_high", 64},
-                                {"t_low", 51.2},
-                                {"t_low_auto", true},
-                                {"window", 32},
-                                {"cooldown", 16},
-                                {"rollout", "auto"},
-                                {"layout", "ep"},
-                                {"describe", "auto: TP->EP at batch >= 64, EP->TP below 51.2"}};
+const nlohmann::json kPolicy = {
+    {"mode", "auto"}, {"t_high", 64},
+    {"t_low", 51.2},  {"t_low_auto", true},
+    {"window", 32},   {"cooldown", 16},
+    {"queue", 8},     {"rollout", "auto"},
+    {"layout", "ep"}, {"describe", "auto: TP->EP at batch >= 64, EP->TP below 51.2"}};
 
 std::vector<std::string> LogTexts(const Snapshot& s) {
   std::vector<std::string> out;
@@ -91,6 +88,7 @@ TEST(ConsoleParallel, MetaCarriesLayoutAndPolicy) {
   EXPECT_TRUE(p.t_low_auto);
   EXPECT_EQ(p.window, 32);
   EXPECT_EQ(p.cooldown, 16);
+  EXPECT_EQ(p.queue, 8);
   EXPECT_EQ(p.rollout, "auto");
   EXPECT_THAT(p.describe, HasSubstr("TP->EP at batch >= 64"));
 

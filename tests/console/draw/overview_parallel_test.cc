@@ -46,6 +46,7 @@ Snapshot SwitchingSnapshot() {
   p.policy.t_low_auto = true;
   p.policy.window = 32;
   p.policy.cooldown = 16;
+  p.policy.queue = 8;
   p.policy.rollout = "auto";
   p.switches = {Mark(40, "done", "EP", "TP"), Mark(50, "failed", "TP", "EP"),
                 Mark(55, "done", "TP", "EP")};
@@ -104,7 +105,8 @@ TEST(ConsoleDrawOverviewSwitch, PolicyGaugeSwitchesAndDecisionAt80x24) {
   const std::string policy = g.Row(17);
   EXPECT_THAT(policy, StartsWith("Policy   auto   [████████████┆░░░┃░░░░░░░] batch 30  "
                                  "T_l┆32a  T_h┃40  W 32  C 16"));
-  EXPECT_EQ(g.at(9, 17).style.fg, Color::kGreen);  // auto mode
+  EXPECT_EQ(g.Row(17).find("Q 8"), std::string::npos);  // the queue no longer fits
+  EXPECT_EQ(g.at(9, 17).style.fg, Color::kGreen);       // auto mode
   EXPECT_THAT(g.Row(18), StartsWith("Switches 2 done, 1 failed; last TP->EP 12.5 ms at 55.3s "
                                     "(command)"));
   EXPECT_THAT(g.Row(19), StartsWith("Decision step 1100: batch 45 >= T_h 40: switch to EP now"));
@@ -126,6 +128,7 @@ TEST(ConsoleDrawOverviewSwitch, CalibrationRowAndCurvesWhenTaller) {
   Snapshot s = SwitchingSnapshot();
   AddCalibration(s);
   const Grid g = DrawOverview(s, ViewState{}, Rect{0, 2, 100, 32});
+  EXPECT_THAT(g.Row(17), HasSubstr("T_h┃40  W 32  C 16  Q 8"));  // room for the queue
   EXPECT_THAT(g.Row(20), StartsWith("Calib    crossover batch 23.4: T_h 24, T_l 19.2 applied, "
                                     "3 points"));
   EXPECT_THAT(g.Row(22), StartsWith("Calibration at 30.0s: decode step latency by batch, 0 to "

@@ -48,15 +48,16 @@ TEST(ConsoleParallelCommands, PolicyModeAndKeys) {
   c = ParseCommand("policy auto");
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"mode", "auto"}}));
-  c = ParseCommand("policy manual t_high=64 t_low=auto window=32 cooldown=0 rollout=on");
+  c = ParseCommand("policy manual t_high=64 t_low=auto window=32 cooldown=0 queue=6 rollout=on");
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"mode", "manual"},
                                    {"t_high", 64},
                                    {"t_low", "auto"},
                                    {"window", 32},
                                    {"cooldown", 0},
+                                   {"queue", 6},
                                    {"rollout", "on"}}));
-  EXPECT_EQ(c->text, "policy manual t_high=64 t_low=auto window=32 cooldown=0 rollout=on");
+  EXPECT_EQ(c->text, "policy manual t_high=64 t_low=auto window=32 cooldown=0 queue=6 rollout=on");
   c = ParseCommand("policy t_low=40.5 mode=auto");
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"t_low", 40.5}, {"mode", "auto"}}));
@@ -66,15 +67,17 @@ TEST(ConsoleParallelCommands, PolicyValuesAreCheckedLocally) {
   const auto err = [](const char* line) { return ParseCommand(line).status().message(); };
   EXPECT_EQ(err("policy fast"),
             "bad policy argument 'fast': expected auto|manual or KEY=VALUE with KEY one of "
-            "t_high, t_low, window, cooldown, rollout, mode");
+            "t_high, t_low, window, cooldown, queue, rollout, mode");
   EXPECT_EQ(err("policy t_hi=3"),
-            "unknown policy key 't_hi': expected t_high, t_low, window, cooldown, rollout, mode");
+            "unknown policy key 't_hi': expected t_high, t_low, window, cooldown, queue, rollout, "
+            "mode");
   EXPECT_EQ(err("policy t_high=0"), "bad t_high '0': expected a batch size from 1 to 1000000");
   EXPECT_EQ(err("policy t_high=1.5"), "bad t_high '1.5': expected a batch size from 1 to 1000000");
   EXPECT_EQ(err("policy t_low=-1"),
             "bad t_low '-1': expected auto (0.8 t_high) or a batch size > 0");
   EXPECT_EQ(err("policy window=0"), "bad window '0': expected steps from 1 to 1000000");
   EXPECT_EQ(err("policy cooldown=x"), "bad cooldown 'x': expected steps from 0 to 1000000");
+  EXPECT_EQ(err("policy queue=-2"), "bad queue '-2': expected requests from 0 (off) to 1000000");
   EXPECT_EQ(err("policy rollout=maybe"), "bad rollout 'maybe': expected auto|on|off");
   EXPECT_EQ(err("policy window="), "policy window= needs a value");
   EXPECT_EQ(err("policy auto mode=manual"), "policy mode given twice");
@@ -120,13 +123,13 @@ TEST(ConsoleParallelCommands, Completion) {
   EXPECT_TRUE(Complete("switch tp ").candidates.empty());  // one argument only
 
   EXPECT_EQ(Complete("pol").line, "policy ");
-  EXPECT_THAT(
-      Complete("policy ").candidates,
-      ElementsAre("auto", "manual", "t_high=", "t_low=", "window=", "cooldown=", "rollout="));
+  EXPECT_THAT(Complete("policy ").candidates,
+              ElementsAre("auto", "manual",
+                          "t_high=", "t_low=", "window=", "cooldown=", "queue=", "rollout="));
   EXPECT_EQ(Complete("policy m").line, "policy manual");
   EXPECT_EQ(Complete("policy auto t_h").line, "policy auto t_high=");
   EXPECT_THAT(Complete("policy auto ").candidates,
-              ElementsAre("t_high=", "t_low=", "window=", "cooldown=", "rollout="));
+              ElementsAre("t_high=", "t_low=", "window=", "cooldown=", "queue=", "rollout="));
   EXPECT_EQ(Complete("policy rollout=o").line, "policy rollout=o");  // on, off
   EXPECT_THAT(Complete("policy rollout=o").candidates, ElementsAre("rollout=on", "rollout=off"));
   EXPECT_EQ(Complete("policy t_low=a").line, "policy t_low=auto");

@@ -168,12 +168,13 @@ TEST(CalibrateCli, SimBackendPricesBothLayouts) {
 }
 
 // `scenario --t-high` gives the auto variant another threshold than the
-// file's: a twentieth of moebius-bursty whose bursts never reach it.
+// file's: a twentieth of moebius-bursty whose bursts never reach it (a
+// step's batch is at most 2,048 running plus 16,384 waiting prompt tokens).
 TEST(ScenarioCli, THighOverridesTheScenariosThreshold) {
   Outcome r =
-      MoeEngine("scenario", "moebius-bursty --variants auto --time-scale 0.05 --t-high 5000");
+      MoeEngine("scenario", "moebius-bursty --variants auto --time-scale 0.05 --t-high 20000");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("auto policy: T_h 5000, T_l 4000.0"));
+  EXPECT_THAT(r.out, HasSubstr("auto policy: T_h 20000, T_l 16000.0"));
   EXPECT_THAT(r.out, Not(HasSubstr("auto switched")));
   r = MoeEngine("scenario", "moebius-bursty --t-high 0");
   EXPECT_EQ(r.code, 2);

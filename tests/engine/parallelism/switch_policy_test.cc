@@ -48,11 +48,11 @@ TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
   EXPECT_FALSE(d.repeat);
 }
 
-// Prompt tokens waiting to be prefilled count in a step's batch: a burst of
-// prompts moves TP to EP on the mean over W/2 steps, before enough requests
+// Prompt tokens waiting to be prefilled count in a step's batch: a load of
+// prompts moves TP to EP on the mean over W steps, before enough requests
 // run to cross T_h; a single long prompt in a quiet stretch does not.
-TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
-  SwitchPolicy p(Small(150, 8, 0));  // entry mean over 4 steps
+TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverTheWindow) {
+  SwitchPolicy p(Small(150, 4, 0));
   auto step = [&](int64_t s, int running, int prefill) {
     PolicyObservation o = Obs(s, running, kTp);
     o.prefill_tokens = prefill;
@@ -72,14 +72,66 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverHalfTheWindow) {
   EXPECT_EQ(d.why, DecisionWhy::kAboveHigh);
   EXPECT_EQ(d.reason, "mean batch 172.5 over 4 steps >= T_h 150: switch to EP now");
   EXPECT_EQ(d.batch, 30);
-  // The decision's figures are the entry window's, not the exit's W = 8.
   EXPECT_EQ(d.window, 4);
   EXPECT_EQ(d.window_filled, 4);
   EXPECT_DOUBLE_EQ(d.mean, 172.5);
 
   // Without prompt tokens the step's batch is its running count.
-  SwitchPolicy q(Small(100, 8, 0));
+  SwitchPolicy q(Small(100, 4, 0));
   for (int s = 0; s < 4; ++s) EXPECT_EQ(q.Observe(Obs(s, 99, kTp)).action, SwitchAction::kNone);
+}
+
+// A burst queues many requests at once: with Q of them waiting and the
+// step's batch at T_h, TP goes to EP on that step, before it prefills them.
+// A few queued requests, or many short ones below T_h, do not.
+TEST(SwitchPolicyTest, AQueueOfRequestsAtTHighMovesTpToEpAtOnce) {
+  PolicyOptions o = Small(150, 64, 0);
+  o.queue = 8;
+  SwitchPolicy p(o);
+  auto step = [&](int64_t s, int running, int waiting, int prefill) {
+    PolicyObservation obs = Obs(s, running, kTp);
+    obs.waiting = waiting;
+    obs.prefill_tokens = prefill;
+    return p.Observe(obs);
+  };
+  // One long prompt queued alone: far past T_h in tokens, but no burst.
+  Decision d = step(0, 40, 1, 3000);
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
+  // Seven queued: one short of Q.
+  EXPECT_EQ(step(1, 40, 7, 2000).action, SwitchAction::kNone);
+  // Eight queued whose prompts keep the batch under T_h: 40 + 100 < 150.
+  EXPECT_EQ(step(2, 40, 8, 100).action, SwitchAction::kNone);
+  d = step(3, 40, 8, 110);  // 40 + 110 = 150
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_EQ(d.why, DecisionWhy::kQueued);
+  EXPECT_EQ(WhyName(d.why), "queued");
+  EXPECT_EQ(d.reason, "8 queued, batch 40 + 110 prompt tokens >= T_h 150: switch to EP now");
+  EXPECT_EQ(d.waiting, 8);
+  EXPECT_EQ(d.window_filled, 4);  // the mean rule's window (64) was far from full
+
+  // The cooldown holds it back like any other rule; queue=0 turns it off.
+  PolicyOptions c = Small(150, 64, 10);
+  c.queue = 8;
+  SwitchPolicy held(c);
+  PolicyObservation obs = Obs(0, 40, kEp);
+  (void)held.Observe(obs);  // layout EP, then TP: a switch seen at step 1
+  obs = Obs(1, 40, kTp);
+  (void)held.Observe(obs);
+  obs = Obs(2, 40, kTp);
+  obs.waiting = 20;
+  obs.prefill_tokens = 2000;
+  d = held.Observe(obs);
+  EXPECT_EQ(d.why, DecisionWhy::kCooldown);
+  EXPECT_EQ(d.reason,
+            "20 queued, batch 40 + 2000 prompt tokens >= T_h 150 but cooldown 9 steps left");
+  ASSERT_THAT(p.ApplyCommand("queue=0"), IsOk());
+  obs = Obs(4, 40, kTp);
+  obs.waiting = 50;
+  obs.prefill_tokens = 5000;
+  d = p.Observe(obs);  // the mean over 5 of 64 steps: the window is not full
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
 }
 
 // EP -> TP averages the same batches over the whole window.
@@ -317,17 +369,19 @@ TEST(SwitchPolicyTest, ValidatesOptionsNamingTheField) {
 TEST(SwitchPolicyTest, PolicyCommandSetsEveryKey) {
   SwitchPolicy p(PolicyOptions{});
   EXPECT_EQ(DescribePolicyOptions(p.options()),
-            "mode=auto t_high=256 t_low=204.8 (0.8 t_high) window=64 cooldown=50 rollout=auto");
-  ASSERT_THAT(p.ApplyCommand("t_high=64 window=32, cooldown=7 rollout=on manual"), IsOk());
+            "mode=auto t_high=256 t_low=204.8 (0.8 t_high) window=64 cooldown=50 queue=8 "
+            "rollout=auto");
+  ASSERT_THAT(p.ApplyCommand("t_high=64 window=32, cooldown=7 queue=3 rollout=on manual"), IsOk());
   EXPECT_EQ(p.options().t_high, 64);
   EXPECT_DOUBLE_EQ(EffectiveTLow(p.options()), 51.2);  // T_l follows T_h while unset
   EXPECT_EQ(p.options().window, 32);
   EXPECT_EQ(p.options().cooldown, 7);
+  EXPECT_EQ(p.options().queue, 3);
   EXPECT_EQ(p.options().rollout, RolloutVariant::kOn);
   EXPECT_EQ(p.options().mode, PolicyMode::kManual);
   ASSERT_THAT(p.ApplyCommand("mode=auto t_low=40.5 rollout=off"), IsOk());
   EXPECT_EQ(DescribePolicyOptions(p.options()),
-            "mode=auto t_high=64 t_low=40.5 window=32 cooldown=7 rollout=off");
+            "mode=auto t_high=64 t_low=40.5 window=32 cooldown=7 queue=3 rollout=off");
   ASSERT_THAT(p.ApplyCommand("t_low=auto"), IsOk());
   EXPECT_FALSE(p.options().t_low.has_value());
   ASSERT_THAT(p.ApplyCommand(""), IsOk());
@@ -340,7 +394,7 @@ TEST(SwitchPolicyTest, PolicyCommandRejectsBadInputAndChangesNothing) {
   EXPECT_THAT(p.ApplyCommand("window=8 foo=1"),
               StatusIs(StatusCode::kInvalidArgument,
                        "policy: unknown key 'foo' (keys: mode, t_high, t_low, window, cooldown, "
-                       "rollout)"));
+                       "queue, rollout)"));
   EXPECT_THAT(p.ApplyCommand("t_high=abc"),
               StatusIs(StatusCode::kInvalidArgument,
                        "policy: bad value 'abc' for t_high: want an integer batch size"));
@@ -363,6 +417,12 @@ TEST(SwitchPolicyTest, PolicyCommandRejectsBadInputAndChangesNothing) {
               StatusIs(StatusCode::kInvalidArgument, "policy: t_low 50 must be <= t_high 40"));
   EXPECT_THAT(p.ApplyCommand("cooldown=-3"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("policy: cooldown -3")));
+  EXPECT_THAT(p.ApplyCommand("queue=-1"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "policy: queue -1 must be in [0, 1000000] requests (0: off)"));
+  EXPECT_THAT(p.ApplyCommand("queue=many"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "policy: bad value 'many' for queue: want an integer request count"));
   EXPECT_EQ(DescribePolicyOptions(p.options()), before);
 }
 
