@@ -40,21 +40,25 @@ nlohmann::json ResultJson(const Scenario& s, const std::vector<VariantResult>& r
     for (const SwitchPoint& sp : r.switch_log) {
       v["switch_log"].push_back({{"at_s", sp.at_s}, {"from", sp.from}, {"to", sp.to}});
     }
-    for (const PhaseResult& p : r.phases) {
-      v["phases"].push_back({{"name", p.name},
-                             {"metric", p.metric},
-                             {"start_s", p.start_s},
-                             {"end_s", p.end_s},
-                             {"requests", p.requests},
-                             {"ttft_ms", {p.ttft_mean_ms, p.ttft_p50_ms, p.ttft_p99_ms}},
-                             {"tpot_ms", {p.tpot_mean_ms, p.tpot_p50_ms, p.tpot_p99_ms}},
-                             {"output_tok_s", p.output_tok_s},
-                             {"balancedness", p.balancedness},
-                             {"makespan_s", p.makespan_s}});
-    }
+    const auto phase_json = [](const PhaseResult& p) {
+      return nlohmann::json{{"name", p.name},
+                            {"metric", p.metric},
+                            {"start_s", p.start_s},
+                            {"end_s", p.end_s},
+                            {"requests", p.requests},
+                            {"ttft_ms", {p.ttft_mean_ms, p.ttft_p50_ms, p.ttft_p99_ms}},
+                            {"tpot_ms", {p.tpot_mean_ms, p.tpot_p50_ms, p.tpot_p99_ms}},
+                            {"output_tok_s", p.output_tok_s},
+                            {"balancedness", p.balancedness},
+                            {"makespan_s", p.makespan_s}};
+    };
+    for (const PhaseResult& p : r.phases) v["phases"].push_back(phase_json(p));
+    v["pooled"] = nlohmann::json::array();
+    for (const PhaseResult& p : r.pooled) v["pooled"].push_back(phase_json(p));
     j["variants"].push_back(std::move(v));
   }
   j["auto_vs_best_static"] = AutoVsBestStatic(results);
+  j["auto_vs_best_static_pooled"] = AutoVsBestStatic(results, /*pooled=*/true);
   return j;
 }
 

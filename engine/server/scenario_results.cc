@@ -103,48 +103,93 @@ VariantResult ScenarioRecorder::Finish(const std::string& variant,
   }
   r.output_tok_s = r.sim_s > 0 ? static_cast<double>(tokens) / r.sim_s : 0;
   r.balancedness = Mean(bal_all);
+  std::vector<std::pair<int64_t, int64_t>> abs;  // each phase's window on the serving clock
   for (size_t p = 0; p < phases.size(); ++p) {
-    PhaseResult ph;
-    ph.name = phases[p].name;
-    ph.metric = phases[p].metric;
     const int64_t from = workload_start_us + windows[p].first;
     // The last phase keeps the drain: it ends with the last step, whether
     // that is before or after its arrivals end.
     const int64_t to = p + 1 == phases.size() ? std::max(last_us + 1, from + 1)
                                               : workload_start_us + windows[p].second;
+    abs.emplace_back(from, to);
+    PhaseResult ph = Summarize({abs.back()});
+    ph.name = phases[p].name;
+    ph.metric = phases[p].metric;
     ph.start_s = static_cast<double>(windows[p].first) / 1e6;
     ph.end_s = static_cast<double>(to - workload_start_us) / 1e6;
-    std::vector<double> ttft, tpot;
-    int64_t last_end = from;
-    for (const Done& d : done_) {
-      if (d.arrival_us < from || d.arrival_us >= to) continue;
-      ttft.push_back(static_cast<double>(d.ttft_us) / 1e3);
-      if (d.output_tokens > 1) tpot.push_back(static_cast<double>(d.tpot_us) / 1e3);
-      last_end = std::max(last_end, d.end_us);
-    }
-    ph.requests = static_cast<int>(ttft.size());
-    ph.ttft_mean_ms = Mean(ttft);
-    ph.ttft_p50_ms = Percentile(ttft, 0.50);
-    ph.ttft_p99_ms = Percentile(ttft, 0.99);
-    ph.tpot_mean_ms = Mean(tpot);
-    ph.tpot_p50_ms = Percentile(tpot, 0.50);
-    ph.tpot_p99_ms = Percentile(tpot, 0.99);
-    ph.makespan_s = static_cast<double>(last_end - from) / 1e6;
-    int64_t phase_tokens = 0;
-    std::vector<double> bal;
-    for (const StepPoint& s : steps_) {
-      if (s.end_us < from || s.end_us >= to) continue;
-      phase_tokens += s.tokens;
-      if (s.balancedness >= 0) bal.push_back(s.balancedness);
-      ph.running_max = std::max(ph.running_max, s.running);
-      ph.waiting_max = std::max(ph.waiting_max, s.waiting);
-    }
-    const double secs = static_cast<double>(to - from) / 1e6;
-    ph.output_tok_s = secs > 0 ? static_cast<double>(phase_tokens) / secs : 0;
-    ph.balancedness = Mean(bal);
     r.phases.push_back(std::move(ph));
   }
+  // Pooled by metric: latency metrics only (a makespan or a rate over
+  // disjoint windows is not one figure).
+  std::vector<std::string> metrics;
+  for (const ScenarioPhase& p : phases) {
+    if ((p.metric == "ttft" || p.metric == "tpot") &&
+        std::find(metrics.begin(), metrics.end(), p.metric) == metrics.end()) {
+      metrics.push_back(p.metric);
+    }
+  }
+  for (const std::string& m : metrics) {
+    std::vector<std::pair<int64_t, int64_t>> group;
+    std::vector<std::string> names;
+    size_t first = phases.size(), last = 0;
+    for (size_t p = 0; p < phases.size(); ++p) {
+      if (phases[p].metric != m) continue;
+      group.push_back(abs[p]);
+      if (std::find(names.begin(), names.end(), phases[p].name) == names.end()) {
+        names.push_back(phases[p].name);
+      }
+      first = std::min(first, p);
+      last = p;
+    }
+    if (group.size() < 2) continue;
+    PhaseResult ph = Summarize(group);
+    for (const std::string& n : names) ph.name += (ph.name.empty() ? "" : "+") + n;
+    ph.metric = m;
+    ph.start_s = r.phases[first].start_s;
+    ph.end_s = r.phases[last].end_s;
+    r.pooled.push_back(std::move(ph));
+  }
   return r;
+}
+
+PhaseResult ScenarioRecorder::Summarize(
+    const std::vector<std::pair<int64_t, int64_t>>& windows) const {
+  const auto in = [&](int64_t t) {
+    for (const auto& [from, to] : windows) {
+      if (t >= from && t < to) return true;
+    }
+    return false;
+  };
+  PhaseResult ph;
+  std::vector<double> ttft, tpot;
+  int64_t last_end = windows.empty() ? 0 : windows.front().first;
+  for (const Done& d : done_) {
+    if (!in(d.arrival_us)) continue;
+    ttft.push_back(static_cast<double>(d.ttft_us) / 1e3);
+    if (d.output_tokens > 1) tpot.push_back(static_cast<double>(d.tpot_us) / 1e3);
+    last_end = std::max(last_end, d.end_us);
+  }
+  ph.requests = static_cast<int>(ttft.size());
+  ph.ttft_mean_ms = Mean(ttft);
+  ph.ttft_p50_ms = Percentile(ttft, 0.50);
+  ph.ttft_p99_ms = Percentile(ttft, 0.99);
+  ph.tpot_mean_ms = Mean(tpot);
+  ph.tpot_p50_ms = Percentile(tpot, 0.50);
+  ph.tpot_p99_ms = Percentile(tpot, 0.99);
+  if (!windows.empty()) ph.makespan_s = static_cast<double>(last_end - windows.front().first) / 1e6;
+  int64_t tokens = 0;
+  std::vector<double> bal;
+  for (const StepPoint& s : steps_) {
+    if (!in(s.end_us)) continue;
+    tokens += s.tokens;
+    if (s.balancedness >= 0) bal.push_back(s.balancedness);
+    ph.running_max = std::max(ph.running_max, s.running);
+    ph.waiting_max = std::max(ph.waiting_max, s.waiting);
+  }
+  double secs = 0;
+  for (const auto& [from, to] : windows) secs += static_cast<double>(to - from) / 1e6;
+  ph.output_tok_s = secs > 0 ? static_cast<double>(tokens) / secs : 0;
+  ph.balancedness = Mean(bal);
+  return ph;
 }
 
 std::vector<std::pair<int64_t, int64_t>> PhaseWindows(const WorkloadOptions& w, size_t phases) {
@@ -178,7 +223,7 @@ Result<VariantResult> RunScenarioVariant(const Scenario& scenario, const std::st
   return r;
 }
 
-std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results) {
+std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results, bool pooled) {
   const VariantResult *tp = nullptr, *ep = nullptr, *au = nullptr;
   for (const VariantResult& r : results) {
     if (r.variant == "tp") tp = &r;
@@ -187,9 +232,12 @@ std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results) 
   }
   std::vector<double> out;
   if (!tp || !ep || !au) return out;
-  for (size_t p = 0; p < au->phases.size(); ++p) {
-    const PhaseResult& a = au->phases[p];
-    const double t = tp->phases[p].Value(), e = ep->phases[p].Value(), v = a.Value();
+  const auto of = [pooled](const VariantResult* r) -> const std::vector<PhaseResult>& {
+    return pooled ? r->pooled : r->phases;
+  };
+  for (size_t p = 0; p < of(au).size(); ++p) {
+    const PhaseResult& a = of(au)[p];
+    const double t = of(tp)[p].Value(), e = of(ep)[p].Value(), v = a.Value();
     if (a.HigherIsBetter()) {
       const double best = std::max(t, e);
       out.push_back(v > 0 ? best / v : 0);
@@ -206,15 +254,21 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
   os << s.name << ": " << s.model << " on " << s.devices << " x " << s.hardware;
   if (!s.source.empty()) os << " (" << s.source << ")";
   os << "\n";
-  const std::vector<double> ratio = AutoVsBestStatic(results);
-  for (size_t p = 0; !results.empty() && p < results[0].phases.size(); ++p) {
-    const PhaseResult& h = results[0].phases[p];
-    os << "\nphase " << p + 1 << " " << h.name << " [" << Fmt("%.0f", h.start_s) << "s, "
-       << Fmt("%.0f", h.end_s) << "s)  metric: " << h.metric << "\n";
+  const VariantResult* tp = nullptr;
+  const VariantResult* ep = nullptr;
+  for (const VariantResult& r : results) {
+    if (r.variant == "tp") tp = &r;
+    if (r.variant == "ep") ep = &r;
+  }
+  // One block: a row per variant for phase (or pooled group) p, then the
+  // best static layout and auto's distance from it.
+  const auto block = [&](std::vector<PhaseResult> VariantResult::*list, size_t p,
+                         const std::string& heading, const std::vector<double>& ratio) {
+    os << "\n" << heading << "\n";
     os << "  variant   reqs  TTFT mean    p50     p99 ms  TPOT mean   p50   p99 ms  out tok/s  "
           "balanced  run max  wait max\n";
     for (const VariantResult& r : results) {
-      const PhaseResult& x = r.phases[p];
+      const PhaseResult& x = (r.*list)[p];
       os << "  " << r.variant << std::string(8 - std::min<size_t>(8, r.variant.size()), ' ')
          << Fmt("%6.0f", x.requests) << Fmt("%11.0f", x.ttft_mean_ms) << Fmt("%8.0f", x.ttft_p50_ms)
          << Fmt("%8.0f", x.ttft_p99_ms) << Fmt("%11.1f", x.tpot_mean_ms)
@@ -223,19 +277,28 @@ std::string FormatScenarioTable(const Scenario& s, const std::vector<VariantResu
          << Fmt("%9.0f", x.running_max) << Fmt("%10.0f", x.waiting_max) << "\n";
     }
     if (p < ratio.size()) {
-      const VariantResult* tp = nullptr;
-      const VariantResult* ep = nullptr;
-      for (const VariantResult& r : results) {
-        if (r.variant == "tp") tp = &r;
-        if (r.variant == "ep") ep = &r;
-      }
-      const PhaseResult& t = tp->phases[p];
-      const PhaseResult& e = ep->phases[p];
+      const PhaseResult& t = (tp->*list)[p];
+      const PhaseResult& e = (ep->*list)[p];
       const bool tp_best = t.HigherIsBetter() ? t.Value() >= e.Value() : t.Value() <= e.Value();
       os << "  best static: " << (tp_best ? "tp" : "ep") << "; auto is "
          << Fmt("%+.1f%%", (ratio[p] - 1) * 100)
          << (ratio[p] <= 1.10 ? " (within 10%)" : " (NOT within 10%)") << "\n";
     }
+  };
+  const std::vector<double> ratio = AutoVsBestStatic(results);
+  for (size_t p = 0; !results.empty() && p < results[0].phases.size(); ++p) {
+    const PhaseResult& h = results[0].phases[p];
+    block(&VariantResult::phases, p,
+          "phase " + std::to_string(p + 1) + " " + h.name + " [" + Fmt("%.0f", h.start_s) + "s, " +
+              Fmt("%.0f", h.end_s) + "s)  metric: " + h.metric,
+          ratio);
+  }
+  const std::vector<double> pooled_ratio = AutoVsBestStatic(results, /*pooled=*/true);
+  for (size_t p = 0; !results.empty() && p < results[0].pooled.size(); ++p) {
+    const PhaseResult& h = results[0].pooled[p];
+    block(&VariantResult::pooled, p,
+          "pooled: every " + h.metric + " phase (" + h.name + "), as seed 003 §9.2 reports them",
+          pooled_ratio);
   }
   os << "\n  variant   switches  rebalances  steps   sim s   wall s  sim/wall  out tok/s  "
         "balanced\n";

@@ -5,7 +5,9 @@
 // event, before telemetry could drop any), and turns it into per-phase
 // figures; FormatScenarioTable prints the variants side by side with, per
 // phase, the best static layout and how far `auto` is from it (issue 8:
-// within 10% in every phase).
+// within 10% in every phase), then the phases pooled by metric, the way
+// seed 003 §9.2 reports its trace (mean and p99 TTFT over the bursts, mean
+// TPOT over the quiet periods).
 //
 //   ScenarioRecorder rec;                 // EngineOptions::observer = &rec
 //   ... engine->Run() ...
@@ -51,6 +53,12 @@ struct SwitchPoint {
 struct VariantResult {
   std::string variant;
   std::vector<PhaseResult> phases;
+  // The phases pooled by metric, for each ttft or tpot metric that two or
+  // more phases share, in the order the metric first appears: every
+  // request that arrived in any of them (name: their distinct names joined
+  // by "+", e.g. "burst-80+burst-120"; start_s of the first, end_s of the
+  // last; rates and maxima over the union of their windows).
+  std::vector<PhaseResult> pooled;
   int64_t requests = 0;
   int64_t steps = 0;
   int switches = 0;                     // completed TP <-> EP switches
@@ -88,6 +96,10 @@ class ScenarioRecorder final : public EngineObserver {
     double balancedness;
     int running, waiting;
   };
+  // The figures of the requests that arrived in, and the steps that ended
+  // in, any of `windows` (absolute µs, [from, to)).
+  PhaseResult Summarize(const std::vector<std::pair<int64_t, int64_t>>& windows) const;
+
   std::vector<Done> done_;
   std::vector<StepPoint> steps_;
   int64_t last_generated_ = 0;
@@ -112,7 +124,8 @@ std::string FormatScenarioTable(const Scenario& scenario,
                                 const std::vector<VariantResult>& results);
 // Auto's value over the best static layout's, per phase (1.0 = equal; for a
 // higher-is-better metric the inverse, so > 1 is always worse). Empty when
-// the results lack tp, ep or auto.
-std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results);
+// the results lack tp, ep or auto. With `pooled`, per pooled group.
+std::vector<double> AutoVsBestStatic(const std::vector<VariantResult>& results,
+                                     bool pooled = false);
 
 }  // namespace sy::engine

@@ -181,6 +181,29 @@ TEST(ScenarioCli, THighOverridesTheScenariosThreshold) {
   EXPECT_THAT(r.err, HasSubstr("--t-high"));
 }
 
+// --json carries the phases pooled by metric beside the phases, and auto's
+// distance from the better static layout for both.
+TEST(ScenarioCli, JsonCarriesThePooledPhases) {
+  const fs::path out =
+      fs::path(testing::TempDir()) / ("scenario_pooled_" + std::to_string(::getpid()) + ".json");
+  Outcome r = MoeEngine("scenario", "moebius-bursty --time-scale 0.02 --json " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pooled: every ttft phase (burst-80+burst-120)"));
+  const nlohmann::json j = nlohmann::json::parse(Slurp(out));
+  EXPECT_EQ(j["auto_vs_best_static"].size(), 5u);
+  EXPECT_EQ(j["auto_vs_best_static_pooled"].size(), 2u);
+  for (const nlohmann::json& v : j["variants"]) {
+    ASSERT_EQ(v["pooled"].size(), 2u) << v["variant"];
+    EXPECT_EQ(v["pooled"][0]["name"], "quiet");
+    EXPECT_EQ(v["pooled"][0]["metric"], "tpot");
+    EXPECT_EQ(v["pooled"][1]["name"], "burst-80+burst-120");
+    const nlohmann::json& ph = v["phases"];
+    EXPECT_EQ(v["pooled"][1]["requests"].get<int>(),
+              ph[1]["requests"].get<int>() + ph[3]["requests"].get<int>());
+  }
+  fs::remove(out);
+}
+
 // The results name the kernels and collective latencies the runs used: the
 // hardware file's by default, the flags' when given.
 TEST(ScenarioCli, KernelAndLatencyFlagsOverrideTheHardwareFile) {

@@ -415,6 +415,16 @@ TEST(ScenarioTest, ShortBurstyRunGivesPerPhaseResultsForEveryVariant) {
   EXPECT_THAT(table, HasSubstr("phase 2 burst-80"));
   EXPECT_THAT(table, HasSubstr("best static"));
   EXPECT_EQ(AutoVsBestStatic(results).size(), 5u);
+  // Pooled as the seed reports the trace: the three quiet phases, the two bursts.
+  EXPECT_THAT(table, HasSubstr("pooled: every tpot phase (quiet)"));
+  EXPECT_THAT(table, HasSubstr("pooled: every ttft phase (burst-80+burst-120)"));
+  EXPECT_EQ(AutoVsBestStatic(results, /*pooled=*/true).size(), 2u);
+  for (const VariantResult& r : results) {
+    ASSERT_EQ(r.pooled.size(), 2u) << r.variant;
+    EXPECT_EQ(r.pooled[0].requests,
+              r.phases[0].requests + r.phases[2].requests + r.phases[4].requests);
+    EXPECT_EQ(r.pooled[1].requests, r.phases[1].requests + r.phases[3].requests);
+  }
 }
 
 // One burst well past T_h: auto switches to EP in it and back to TP after
