@@ -126,10 +126,10 @@ struct PolicyObservation {
   int64_t step = 0;  // step index; REQUIRES non-decreasing across calls
   int running = 0;   // requests in the running batch; REQUIRES >= 0
   // Prompt tokens not yet prefilled, of running chunks and queued requests
-  // (arrivals during the step included), capped at one step's budget
-  // (Scheduler::pending_prefill_tokens); added to `running` in the step's
-  // batch, so a burst counts before the old layout prefills it.
-  // REQUIRES >= 0.
+  // (arrivals during the step included; a queued prompt's cached prefix
+  // left out), capped at one step's budget (Scheduler::
+  // pending_prefill_tokens); added to `running` in the step's batch, so a
+  // burst counts before the old layout prefills it. REQUIRES >= 0.
   int prefill_tokens = 0;
   // Queued requests (the queue rule; reported in the decision); their
   // prompt tokens count through prefill_tokens. REQUIRES >= 0.

@@ -230,6 +230,32 @@ RadixCache::Match RadixCache::MatchPrefix(std::span<const int32_t> tokens, int l
   return m;
 }
 
+int RadixCache::CachedPrefix(std::span<const int32_t> tokens, int limit) const {
+  const Impl& t = *impl_;
+  assert(limit <= static_cast<int>(tokens.size()));
+  const int max_pages = std::max(limit, 0) / t.ps();
+  NodeId cur = kRoot;
+  int pos = 0;
+  while (pos < max_pages) {
+    auto it = t.nodes[cur].children.find(t.Page(tokens, pos));
+    if (it == t.nodes[cur].children.end()) break;
+    const NodeId child = it->second;
+    const int m = t.CommonPages(t.nodes[child], tokens, pos, max_pages - pos);
+    if (m < static_cast<int>(t.nodes[child].pages.size())) {
+      // Where MatchPrefix would split, the hit ends inside the edge; with
+      // state it stops above the edge (see there).
+      if (!options_.needs_state) return (pos + m) * t.ps();
+      break;
+    }
+    cur = child;
+    pos += m;
+  }
+  if (options_.needs_state) {
+    while (cur != kRoot && t.nodes[cur].checkpoint < 0) cur = t.nodes[cur].parent;
+  }
+  return cur == kRoot ? 0 : t.nodes[cur].end;
+}
+
 RadixCache::Inserted RadixCache::Insert(std::span<const int32_t> tokens,
                                         std::span<const int32_t> pages, int checkpoint_slot) {
   Impl& t = *impl_;

@@ -113,6 +113,10 @@ class RadixCache {
   // if it has none, possible only without needs_state). Marks the path to
   // `node` as recently used (a miss marks nothing). Does not lock.
   Match MatchPrefix(std::span<const int32_t> tokens, int limit);
+  // MatchPrefix(tokens, limit).tokens as the tree stands, without its side
+  // effects (no split, no use mark): what a request queued now would reuse
+  // if admitted now. Cheap enough to ask every step for the queue's head.
+  int CachedPrefix(std::span<const int32_t> tokens, int limit) const;
 
   // Takes tokens [0, pages.size() * page_size) with their pages, and
   // optionally (checkpoint_slot >= 0) the state after that many tokens.

@@ -22,6 +22,15 @@ std::vector<int32_t> TokensOf(const Request& r, int len) {
 
 }  // namespace
 
+int Scheduler::CachedTokens(const Request& r) const {
+  if (!prefix_cache()) return 0;
+  const int total = r.total_len();
+  const std::vector<int32_t> tokens = TokensOf(r, total);
+  int best = 0;
+  for (const auto& cache : caches_) best = std::max(best, cache->CachedPrefix(tokens, total - 1));
+  return best;
+}
+
 int Scheduler::AvailablePages(int d) const {
   const int evictable = prefix_cache() ? caches_[d]->stats().evictable_pages : 0;
   return pools_[d]->free_pages() + evictable;

@@ -127,7 +127,7 @@ int Scheduler::pending_prefill_tokens() const {
   }
   for (const auto& r : waiting_) {
     if (n >= cap) break;
-    n += r->total_len() - r->computed;
+    n += r->total_len() - std::max(r->computed, CachedTokens(*r));
   }
   return static_cast<int>(std::min<int64_t>(n, cap));
 }

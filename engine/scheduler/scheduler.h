@@ -230,11 +230,12 @@ class Scheduler {
   std::vector<const Request*> running_requests() const;
   std::vector<const Request*> waiting_requests() const;
   // Prompt tokens not yet prefilled: the rest of every running request's
-  // chunked prompt and the whole of every waiting one (a preempted request
-  // counts what it must recompute), capped at max_batch_tokens, so at most
-  // what one step may prefill. The cache is not consulted: a prompt it holds
-  // counts in full. For the switch policy, which wants the load the next
-  // step faces, arrivals included, before that step runs.
+  // chunked prompt and every waiting one's beyond the longest prefix a
+  // device's cache holds now (a preempted request counts what it must
+  // recompute), capped at max_batch_tokens, so at most what one step may
+  // prefill. For the switch policy, which wants the load the next step
+  // faces, arrivals included, before that step runs: a multi-turn request
+  // whose history is cached costs only its new turn.
   int pending_prefill_tokens() const;
   // True when requests on `device` hold a recurrent-state slot.
   bool needs_slot(int device) const;
@@ -262,6 +263,9 @@ class Scheduler {
   Request Retire(Request* r, FinishReason why, int64_t now_us);
 
   // prefix_sharing.cc: admission and the cache.
+  // The longest prefix of r's tokens that a device's cache would give it if
+  // admitted now (0 with the cache off); touches no cache.
+  int CachedTokens(const Request& r) const;
   struct Placement {
     int device = -1;
     RadixCache::Match hit;

@@ -248,6 +248,35 @@ TEST(RadixCacheTest, LockPreventsEviction) {
   ExpectPoolsWhole(&p);
 }
 
+// CachedPrefix answers what MatchPrefix would, but leaves the tree alone: no
+// split inside an edge, no use mark for the LRU order.
+TEST(RadixCacheTest, CachedPrefixPeeksWithoutSplittingOrTouching) {
+  Pools p(2, /*pages=*/6);
+  RadixCache cache({.page_size = 2, .needs_state = false}, &p.kv, &p.state);
+  const Tokens a = Iota(4, 0), b = Iota(4, 100), c = Iota(4, 200);
+  cache.Insert(a, Alloc(&p.kv, 2), -1);
+  cache.Insert(b, Alloc(&p.kv, 2), -1);
+  cache.Insert(c, Alloc(&p.kv, 2), -1);
+  EXPECT_EQ(cache.CachedPrefix(a, 4), 4);
+  EXPECT_EQ(cache.CachedPrefix(a, 3), 2);  // ends inside a's edge: MatchPrefix would split
+  EXPECT_EQ(cache.CachedPrefix(Iota(4, 50), 4), 0);
+  EXPECT_EQ(cache.stats().nodes, 3);
+  // a, asked last, is still the oldest: eviction takes it first.
+  EXPECT_EQ(cache.EvictPages(2), 2);
+  EXPECT_EQ(cache.CachedPrefix(a, 4), 0);
+  EXPECT_EQ(cache.CachedPrefix(b, 4), 4);
+
+  // With state, a hit needs a checkpoint at its end.
+  Pools q(2);
+  RadixCache hybrid({.page_size = 2, .needs_state = true}, &q.kv, &q.state);
+  const Tokens t = Iota(8);
+  const std::vector<int32_t> pages = Alloc(&q.kv, 4);
+  hybrid.Insert(t, Head(pages, 1), Slot(&q.state));
+  hybrid.Insert(t, pages, -1);  // no checkpoint at 8
+  EXPECT_EQ(hybrid.CachedPrefix(t, 8), 2);
+  EXPECT_EQ(hybrid.CachedPrefix(t, 8), hybrid.MatchPrefix(t, 8).tokens);
+}
+
 TEST(RadixCacheTest, EvictsLeastRecentlyUsedFirst) {
   Pools p(2, /*pages=*/6);
   RadixCache cache({.page_size = 2, .needs_state = false}, &p.kv, &p.state);
@@ -387,6 +416,7 @@ void RunRandom(uint32_t seed, bool needs_state) {
         const Tokens t = sequence();
         const int limit = uniform(0, static_cast<int>(t.size()));
         const RadixCache::Match expect = ref.Match(t, limit);
+        EXPECT_EQ(cache.CachedPrefix(t, limit), expect.tokens);  // asked first: no split yet
         const RadixCache::Match m = cache.MatchPrefix(t, limit);
         EXPECT_EQ(m.tokens, expect.tokens);
         EXPECT_EQ(m.pages, expect.pages);

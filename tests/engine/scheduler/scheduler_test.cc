@@ -117,6 +117,27 @@ TEST(SchedulerTest, PendingPrefillTokensCountQueuedAndChunkedPromptsUpToTheBudge
   EXPECT_EQ(Drain(s, &now).size(), 4u);
 }
 
+// A queued request whose prompt a device's cache holds counts only what it
+// would prefill: the tokens past its cached prefix.
+TEST(SchedulerTest, PendingPrefillTokensLeaveOutWhatTheCacheHolds) {
+  Pools pools(2, 64, 4);
+  Scheduler s(Opts(/*budget=*/256, /*max_running=*/8, /*reserve=*/0, /*cache=*/true), pools.ptrs);
+  ASSERT_THAT(s.Submit(Spec(40, 2), 0), IsOk());
+  int64_t now = 0;
+  EXPECT_EQ(Drain(s, &now).size(), 1u);  // its prompt's 40 tokens are now cached
+  // 48 tokens, the first 40 as before: 40 cached (10 pages of 4), 8 to prefill.
+  ASSERT_THAT(s.Submit(Spec(48, 2), now), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 8);
+  // A prompt the cache has never seen counts whole.
+  RequestSpec fresh = Spec(20, 2);
+  for (int32_t& t : fresh.prompt) t = 7;
+  ASSERT_THAT(s.Submit(fresh, now), IsOk());
+  EXPECT_EQ(s.pending_prefill_tokens(), 28);
+  // Admission reuses what pending_prefill_tokens left out.
+  const BatchInput b = s.Plan();
+  EXPECT_EQ(Tokens(b), 28);
+}
+
 TEST(SchedulerTest, PrefersTheDeviceWithMostFreePages) {
   Pools pools(3, 16, 4);
   Scheduler s(Opts(512), pools.ptrs);
