@@ -248,15 +248,23 @@ TEST(RadixCacheTest, LockPreventsEviction) {
   ExpectPoolsWhole(&p);
 }
 
+// Three 2-page leaves a, b, c, inserted in that order into a cache they
+// fill (6 pages): a is the least recently used.
+struct ThreeLeaves {
+  ThreeLeaves() {
+    for (const Tokens* t : {&a, &b, &c}) cache.Insert(*t, Alloc(&p.kv, 2), -1);
+  }
+  Pools p{2, /*pages=*/6};
+  RadixCache cache{RadixCacheOptions{.page_size = 2, .needs_state = false}, &p.kv, &p.state};
+  const Tokens a = Iota(4, 0), b = Iota(4, 100), c = Iota(4, 200);
+};
+
 // CachedPrefix answers what MatchPrefix would, but leaves the tree alone: no
 // split inside an edge, no use mark for the LRU order.
 TEST(RadixCacheTest, CachedPrefixPeeksWithoutSplittingOrTouching) {
-  Pools p(2, /*pages=*/6);
-  RadixCache cache({.page_size = 2, .needs_state = false}, &p.kv, &p.state);
-  const Tokens a = Iota(4, 0), b = Iota(4, 100), c = Iota(4, 200);
-  cache.Insert(a, Alloc(&p.kv, 2), -1);
-  cache.Insert(b, Alloc(&p.kv, 2), -1);
-  cache.Insert(c, Alloc(&p.kv, 2), -1);
+  ThreeLeaves leaves;
+  RadixCache& cache = leaves.cache;
+  const Tokens &a = leaves.a, &b = leaves.b;
   EXPECT_EQ(cache.CachedPrefix(a, 4), 4);
   EXPECT_EQ(cache.CachedPrefix(a, 3), 2);  // ends inside a's edge: MatchPrefix would split
   EXPECT_EQ(cache.CachedPrefix(Iota(4, 50), 4), 0);
@@ -278,12 +286,9 @@ TEST(RadixCacheTest, CachedPrefixPeeksWithoutSplittingOrTouching) {
 }
 
 TEST(RadixCacheTest, EvictsLeastRecentlyUsedFirst) {
-  Pools p(2, /*pages=*/6);
-  RadixCache cache({.page_size = 2, .needs_state = false}, &p.kv, &p.state);
-  const Tokens a = Iota(4, 0), b = Iota(4, 100), c = Iota(4, 200);
-  cache.Insert(a, Alloc(&p.kv, 2), -1);
-  cache.Insert(b, Alloc(&p.kv, 2), -1);
-  cache.Insert(c, Alloc(&p.kv, 2), -1);
+  ThreeLeaves leaves;
+  RadixCache& cache = leaves.cache;
+  const Tokens &a = leaves.a, &b = leaves.b, &c = leaves.c;
   EXPECT_EQ(cache.MatchPrefix(a, 4).tokens, 4);  // a is now the newest
   EXPECT_EQ(cache.EvictPages(2), 2);
   EXPECT_EQ(cache.MatchPrefix(b, 4).tokens, 0);
