@@ -112,7 +112,7 @@ int DrawSwitchRows(Grid& g, int y, const Snapshot& s, int label_w) {
     x = g.Put(x, y, "batch " + std::to_string(batch), theme::kTitle);
     x = g.Put(x, y, "  T_l┆" + Short(pol.t_low) + (pol.t_low_auto ? "a" : ""), theme::kWarn);
     x = g.Put(x, y, "  T_h┃" + std::to_string(pol.t_high), theme::kBad);
-    // The tuning figures, each while it fits: at 80 columns W and C do.
+    // The tuning figures, in this order, each while the row has room.
     std::vector<std::string> tail = {"  W " + std::to_string(pol.window),
                                      "  C " + std::to_string(pol.cooldown)};
     if (pol.queue > 0) tail.push_back("  Q " + std::to_string(pol.queue));
