@@ -53,6 +53,12 @@ WORKLOAD = ["--workload", "rollout", "--rollout-size", "1", "--rollout-interval"
 WINDOW_S = 6.0   # throughput windows before and after the stall
 STALL_S = 10.0   # past the publisher's ZMTP cut-off (ivl + timeout: 9 s at most)
 RATIO = 0.7      # throughput during the stall >= RATIO x before; see WORKLOAD
+# Under ASan/UBSan (tests/integration/CMakeLists.txt sets SY_SANITIZED) the
+# engine runs ~3x slower and may publish fewer messages before the ZMTP
+# cut-off than the loopback socket buffers and sndhwm hold, so it may have
+# nothing to drop: the stall case then checks that serving went on and the
+# console's gaps, and the engine's drop count only in the Release build.
+SANITIZED = os.environ.get("SY_SANITIZED") == "1"
 
 
 def steps_recorded(db):
@@ -115,7 +121,7 @@ def test_console_stalled_under_full_tracing(tmp):
         assert during >= RATIO * before, (
             f"engine throughput fell from {before:.0f} to {during:.0f} tokens/s while the "
             f"console was stopped")
-        assert dropped > 0, "the engine counted no dropped telemetry during the stall"
+        assert dropped > 0 or SANITIZED, "the engine counted no dropped telemetry during the stall"
         # The console reconnected and records again: steps made after SIGCONT.
         harness.wait_for(lambda: max_step(db) > step_at_cont, 20,
                          f"console to record steps after {step_at_cont} again")
@@ -134,7 +140,8 @@ def test_console_stalled_under_full_tracing(tmp):
     assert gaps > 0 and malformed == 0, summary
     # The console also learns the engine's own count from its heartbeats.
     (engine_dropped,), = harness.query(db, "select engine_dropped from runs")
-    assert engine_dropped > 0, engine_dropped
+    # Cumulative: the last heartbeat stored counts at least what `status` did.
+    assert engine_dropped >= dropped and (engine_dropped > 0 or SANITIZED), (engine_dropped, dropped)
     assert harness.query(db, "pragma integrity_check")[0][0] == "ok"
     print(f"ok: stall: {received} messages, {gaps} gaps on the console's side, engine dropped "
           f"{dropped} (store: {engine_dropped})")
