@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <future>
@@ -80,6 +81,13 @@ class StreamWatch {
     stop_.store(true);
     if (thread_.joinable()) thread_.join();
   }
+  // Until the engine's last message (lifecycle "stop") has been read: then
+  // every message before it has been too, however far behind the watcher
+  // ran. False when `timeout` passed first.
+  bool WaitForStop(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    return stopped_.wait_for(lock, timeout, [this] { return saw_stop_; });
+  }
 
   std::mutex mu;
   std::multiset<int64_t> done_ids;  // one per request message
@@ -87,9 +95,6 @@ class StreamWatch {
   int64_t max_id = 0;  // highest request id seen anywhere (cancel targets)
   int64_t malformed = 0;
   int64_t gaps = 0;
-  // The engine's last message (lifecycle "stop"): once seen, every message
-  // before it has been read, however far behind the watcher ran.
-  bool saw_stop = false;
 
  private:
   void Loop(telemetry::Subscriber& sub) {
@@ -109,12 +114,17 @@ class StreamWatch {
         for (const auto& p : r->running) max_id = std::max(max_id, p.id);
         for (const auto& p : r->waiting) max_id = std::max(max_id, p.id);
       } else if (const auto* e = std::get_if<telemetry::Event>(&**m)) {
-        if (e->kind == "lifecycle" && e->name == "stop") saw_stop = true;
+        if (e->kind == "lifecycle" && e->name == "stop") {
+          saw_stop_ = true;
+          stopped_.notify_all();
+        }
       }
       gaps = sub.counters().gaps;
     }
   }
   std::atomic<bool> stop_{false};
+  bool saw_stop_ = false;  // guarded by mu
+  std::condition_variable stopped_;
   std::thread thread_;
 };
 
@@ -267,15 +277,8 @@ TEST_F(SoakTest, ServesSwitchesRebalancesAndGivesEverythingBack) {
   // engine (a full trace is many messages per step): wait until it has read
   // the stop event rather than for a fixed time.
   const auto stopped = Clock::now();
-  const auto caught_up_deadline = stopped + std::chrono::seconds(120);
-  for (bool caught_up = false; !caught_up;) {
-    {
-      std::lock_guard<std::mutex> lock(watch.mu);
-      caught_up = watch.saw_stop;
-    }
-    ASSERT_LT(Clock::now(), caught_up_deadline) << "the watcher never read the stop event";
-    if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_TRUE(watch.WaitForStop(std::chrono::seconds(120)))
+      << "the watcher never read the stop event";
   watch.Stop();
   const double lag_ms = std::chrono::duration<double, std::milli>(Clock::now() - stopped).count();
 
