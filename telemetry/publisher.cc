@@ -88,6 +88,7 @@ class Publisher::Impl {
         return;
       }
       was_empty = queue_.empty();
+      if (std::holds_alternative<Meta>(m)) ++queued_metas_;
       queue_.push_back(std::move(m));
     }
     // The sender only sleeps on an empty queue, so only that transition needs a wake-up.
@@ -197,7 +198,10 @@ class Publisher::Impl {
     std::optional<Message> meta;
     {
       std::lock_guard lk(mu_);
-      if (!meta_) return;
+      // A Meta still queued carries a lower seq than a re-send stamped now
+      // and would reach subscribers after it: a false gap. It is the latest
+      // Meta anyway and goes out with the next batch.
+      if (!meta_ || queued_metas_ > 0) return;
       meta = Message(*meta_);
       Stamp(*meta);
     }
@@ -218,6 +222,7 @@ class Publisher::Impl {
         cv_.wait_until(lk, std::min(next_hb, next_meta),
                        [&] { return !queue_.empty() || stopping_; });
         batch.swap(queue_);
+        queued_metas_ = 0;
         stop = stopping_;
       }
       DrainSubscriptions();
@@ -277,6 +282,7 @@ class Publisher::Impl {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> queue_;
+  int64_t queued_metas_ = 0;  // Meta messages in queue_
   std::map<std::string, uint64_t> next_seq_;
   PublisherCounters counters_;
   std::string state_ = "running";

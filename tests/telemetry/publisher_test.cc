@@ -244,6 +244,42 @@ TEST(PublisherTest, DestructorFlushesTheQueue) {
   EXPECT_EQ(sub->counters().gaps_by_topic.count("request"), 0u);
 }
 
+// The sender re-sends the latest Meta on its own clock, stamping it then; a
+// Meta that SetMeta queued earlier (a lower seq) must not go out after it,
+// or every subscriber counts a gap that no drop caused.
+TEST(PublisherTest, MetaResendsNeverOvertakeAQueuedMeta) {
+  PublisherOptions o = FastOptions();
+  o.meta_ms = 1;  // a re-send after almost every batch
+  o.sndhwm = 0;   // nothing refused: any gap would be an ordering fault
+  auto pub = StartPublisher(o);
+  ASSERT_NE(pub, nullptr);
+  auto sub = Connect(pub->endpoint());
+  ASSERT_NE(sub, nullptr);
+  ASSERT_TRUE(ReceiveA<Heartbeat>(*sub).has_value());
+
+  constexpr int kMetas = 3000;
+  Meta meta = testing::SampleMeta();
+  Step step;
+  for (int i = 0; i < kMetas; ++i) {
+    pub->SetMeta(meta);
+    step.step = i;
+    pub->Publish(step);  // batches the sender must work through
+  }
+  step.step = -1;
+  pub->Publish(step);
+  bool saw_last = false;
+  int metas_after = 0;
+  ReceiveUntil(*sub, [&](const Message& m) {
+    if (auto* s = std::get_if<Step>(&m); s != nullptr && s->step == -1) saw_last = true;
+    if (saw_last && std::holds_alternative<Meta>(m)) ++metas_after;
+    return metas_after >= 2;  // a re-send after everything queued
+  });
+  ASSERT_TRUE(saw_last);
+  EXPECT_EQ(pub->counters().dropped_total, 0);
+  SubscriberCounters c = sub->counters();
+  EXPECT_EQ(c.gaps, 0) << "of which meta: " << c.gaps_by_topic["meta"];
+}
+
 TEST(PublisherTest, BindFailureIsUnavailable) {
   auto first = StartPublisher(FastOptions());
   ASSERT_NE(first, nullptr);

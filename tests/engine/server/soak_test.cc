@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -95,6 +96,7 @@ class StreamWatch {
   int64_t max_id = 0;  // highest request id seen anywhere (cancel targets)
   int64_t malformed = 0;
   int64_t gaps = 0;
+  std::map<std::string, int64_t> gaps_by_topic;
 
  private:
   void Loop(telemetry::Subscriber& sub) {
@@ -120,6 +122,7 @@ class StreamWatch {
         }
       }
       gaps = sub.counters().gaps;
+      gaps_by_topic = sub.counters().gaps_by_topic;
     }
   }
   std::atomic<bool> stop_{false};
@@ -287,7 +290,7 @@ TEST_F(SoakTest, ServesSwitchesRebalancesAndGivesEverythingBack) {
   EXPECT_EQ(stats.finished + stats.rejected, arrivals);
   EXPECT_EQ(stats.dropped, 0);
   EXPECT_EQ(watch.malformed, 0);
-  EXPECT_EQ(watch.gaps, 0);
+  EXPECT_EQ(watch.gaps, 0) << "by topic: " << json(watch.gaps_by_topic).dump();
   EXPECT_EQ(static_cast<int64_t>(watch.done_ids.size()), stats.finished);
   std::set<int64_t> unique(watch.done_ids.begin(), watch.done_ids.end());
   EXPECT_EQ(unique.size(), watch.done_ids.size()) << "a request reported done twice";
