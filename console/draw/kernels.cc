@@ -228,7 +228,7 @@ Grid DrawKernels(const Snapshot& s, const ViewState& v, Rect r) {
       const double f = total.comm_us > 0 ? static_cast<double>(total.exposed_us) /
                                                static_cast<double>(total.comm_us)
                                          : 0;
-      x = g.Put(0, y, "all: compute " + FormatUs(total.compute_us) + "  ", theme::kNormal);
+      x = g.Put(0, y, "sum: compute " + FormatUs(total.compute_us) + "  ", theme::kNormal);
       x = g.Put(x, y, "comm " + FormatUs(total.comm_us), theme::kComm);
       x = g.Put(x, y, "  hidden " + FormatUs(total.hidden_us) + "  ", theme::kNormal);
       g.Put(x, y++, "exposed " + FormatUs(total.exposed_us) + " (" + FormatPercent(f) + ")",

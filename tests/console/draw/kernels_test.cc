@@ -55,7 +55,7 @@ TEST(ConsoleDrawKernelsView, NewestStepWithExposedCommBesideEachLane) {
   EXPECT_EQ(g.Row(2),
             "dev1 │" + Repeat("·", 20) + Repeat("≈", 10) + Repeat("█", 20) + "│ exp  200us 100.0%");
   EXPECT_EQ(g.at(kW - 3, 1).style, theme::kWarn);
-  EXPECT_THAT(g.Row(3), StartsWith("all: compute 1.20ms  comm 400us  hidden 0us  exposed 400us "
+  EXPECT_THAT(g.Row(3), StartsWith("sum: compute 1.20ms  comm 400us  hidden 0us  exposed 400us "
                                    "(100.0%)"));
   EXPECT_THAT(g.Row(5), StartsWith("Top kernels, 1 step to 1234; mean/p50/p99: time per step per "
                                    "device"));
