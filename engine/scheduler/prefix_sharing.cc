@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "engine/scheduler/scheduler.h"
@@ -25,7 +26,14 @@ std::vector<int32_t> TokensOf(const Request& r, int len) {
 int Scheduler::CachedTokens(const Request& r) const {
   if (!prefix_cache()) return 0;
   const int total = r.total_len();
-  const std::vector<int32_t> tokens = TokensOf(r, total);
+  // Called for waiting requests every step (pending_prefill_tokens): most
+  // have generated nothing, and their prompt is the whole sequence.
+  std::vector<int32_t> copy;
+  std::span<const int32_t> tokens = r.spec.prompt;
+  if (!r.generated.empty()) {
+    copy = TokensOf(r, total);
+    tokens = copy;
+  }
   int best = 0;
   for (const auto& cache : caches_) best = std::max(best, cache->CachedPrefix(tokens, total - 1));
   return best;
