@@ -33,6 +33,16 @@ set(SY_PCH_LIB_HEADERS
     <nlohmann/json.hpp>)
 set(SY_PCH_TEST_HEADERS ${SY_PCH_LIB_HEADERS} <gtest/gtest.h> <gmock/gmock.h>)
 
+# Test drivers need not be fast, only the code they test: in an optimised
+# build they compile at -O1 while the libraries and executables keep the build
+# type's level. GCC at -O3 spends most of a test file's time optimising
+# GoogleTest's macro expansions, and the Release stage of scripts/test builds
+# ~90 test executables.
+set(SY_TEST_OPT_FLAGS "")
+if(CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo|MinSizeRel)$")
+  set(SY_TEST_OPT_FLAGS -O1)
+endif()
+
 function(_sy_collect_targets dir out)
   get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
   get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
@@ -68,7 +78,7 @@ function(sy_finalize_targets)
     endif()
     if(t STREQUAL "sy_pch_test" OR "GTest::gtest" IN_LIST libs OR "GTest::gtest_main" IN_LIST libs)
       set(class test)
-      target_compile_options(${t} PRIVATE ${SY_SANITIZE_TEST_FLAGS})
+      target_compile_options(${t} PRIVATE ${SY_SANITIZE_TEST_FLAGS} ${SY_TEST_OPT_FLAGS})
     else()
       set(class lib)
       target_compile_options(${t} PRIVATE ${SY_SANITIZE_LIB_FLAGS})
