@@ -121,8 +121,10 @@ class StreamWatch {
           stopped_.notify_all();
         }
       }
-      gaps = sub.counters().gaps;
-      gaps_by_topic = sub.counters().gaps_by_topic;
+      if (sub.counters().gaps != gaps) {  // rare: copy the map only then
+        gaps = sub.counters().gaps;
+        gaps_by_topic = sub.counters().gaps_by_topic;
+      }
     }
   }
   std::atomic<bool> stop_{false};
