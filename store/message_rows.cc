@@ -19,6 +19,9 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+// C++20 deduces this for an aggregate; clang 14 (the sanitizer build) does not yet.
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // Binds the envelope columns shared by every message table: (run, seq, t_us, v).
 Stmt& BindEnv(Stmt& st, int64_t rid, const tel::Envelope& e) {

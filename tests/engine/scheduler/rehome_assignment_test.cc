@@ -15,8 +15,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr int kPageSize = 4;
-
 std::vector<RehomeItem> Items(const std::vector<int>& pages, const std::vector<int>& homes,
                               bool slots = false) {
   std::vector<RehomeItem> items;
