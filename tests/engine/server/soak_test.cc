@@ -38,7 +38,17 @@
 #include "tests/engine/server/engine_fixture.h"
 #include "tests/engine/server/soak_commands.h"
 
+// GCC says ASan with __SANITIZE_ADDRESS__, clang (the sanitizer build of
+// scripts/test) with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define SY_SOAK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SY_SOAK_ASAN 1
+#endif
+#endif
+
+#if defined(SY_SOAK_ASAN)
 // ASan keeps freed blocks in a 256 MiB quarantine by default; resident memory
 // would climb until it is full, hiding a real leak behind a warm-up of
 // minutes. 16 MiB still catches use-after-free of anything recent.
@@ -52,7 +62,7 @@ using Clock = std::chrono::steady_clock;
 
 double SoakSeconds() {
   if (const char* s = std::getenv("SY_SOAK_SECONDS")) return std::max(10.0, std::atof(s));
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SY_SOAK_ASAN)
   return 150;
 #else
   return 60;
