@@ -258,6 +258,16 @@ double SwitchPolicy::WindowMean(int w) const {
   return sum / n;
 }
 
+double SwitchPolicy::WindowMedian(int w) const {
+  const int n = WindowFilled(w);
+  if (n == 0) return 0;
+  std::vector<int> v(history_.end() - n, history_.end());
+  const auto mid = v.begin() + n / 2;
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2 == 1) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2.0;
+}
+
 Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
   assert(obs.running >= 0 && obs.waiting >= 0 && obs.prefill_tokens >= 0);
   assert(!last_step_.has_value() || obs.step >= *last_step_);
@@ -326,9 +336,13 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kQueued,
            std::to_string(obs.waiting) + " queued, batch " + batch + " + " +
                std::to_string(obs.prefill_tokens) + " prompt tokens >= T_h " + th);
-    } else if (d.window_filled == d.window && d.mean >= d.t_high) {
+    } else if (const double median = WindowMedian(d.window);
+               d.window_filled == d.window && median >= d.t_high) {
+      // The median, not the mean: a few steps that prefill long prompts
+      // lift a mean of ~120 decode rows past T_h while TP is still the
+      // faster layout for the other steps (docs/PARALLELISM.md).
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh,
-           "mean batch " + Num(d.mean) + " over " + Steps(d.window) + " >= T_h " + th);
+           "median batch " + Num(median) + " over " + Steps(d.window) + " >= T_h " + th);
     } else {
       d.why = DecisionWhy::kBelowHigh;
       d.reason = "TP: batch " + batch + " < T_h " + th + ": stay";

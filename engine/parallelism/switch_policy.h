@@ -26,9 +26,10 @@
 //     with the step's batch >= T_h (a burst: prompts load TP's narrow
 //     expert slices long before enough requests run to cross T_h, and one
 //     more TP step prefilling them is what the burst's first requests pay
-//     for); or a mean batch over the last W steps (full only) >= T_h (a
-//     load that grew slowly). One long prompt in a quiet period trips
-//     none of them: it queues alone and moves a W-step mean little;
+//     for); or a median batch over the last W steps (full only) >= T_h (a
+//     load that grew slowly). Long prompts in a quiet period trip none of
+//     them: each queues alone, and a few long steps move a median not at
+//     all (they moved a mean past T_h and set off a 3 s EP excursion);
 //   - in EP: the mean batch over the last W steps (full window only) < T_l
 //     switches to TP (a single dip does not move the mean enough);
 //   - rollout variant (§7.3; rollout=on, or rollout=auto and the observation
@@ -73,7 +74,7 @@ enum class DecisionWhy {
   kManual,         // manual mode: report only
   kInProgress,     // a switch or rebalance is running
   kBelowHigh,      // TP and count < T_h: stay
-  kAboveHigh,      // TP and count (or mean batch) >= T_h: switch to EP
+  kAboveHigh,      // TP and count (or median batch) >= T_h: switch to EP
   kQueued,         // TP, >= Q requests queued and batch >= T_h: switch to EP
   kWindowFilling,  // EP and fewer than W samples: stay
   kAboveLow,       // EP and mean >= T_l: stay
@@ -192,6 +193,7 @@ class SwitchPolicy {
  private:
   void Record(int count);
   double WindowMean(int w) const;
+  double WindowMedian(int w) const;
   int WindowFilled(int w) const;
 
   PolicyOptions options_;

@@ -49,9 +49,9 @@ TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
 }
 
 // Prompt tokens waiting to be prefilled count in a step's batch: a load of
-// prompts moves TP to EP on the mean over W steps, before enough requests
+// prompts moves TP to EP on the median over W steps, before enough requests
 // run to cross T_h; a single long prompt in a quiet stretch does not.
-TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverTheWindow) {
+TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMedianOverTheWindow) {
   SwitchPolicy p(Small(150, 4, 0));
   auto step = [&](int64_t s, int running, int prefill) {
     PolicyObservation o = Obs(s, running, kTp);
@@ -66,11 +66,11 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverTheWindow) {
   EXPECT_EQ(d.action, SwitchAction::kNone);
   EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
   // A burst: ~150 prompt tokens wait at every step while only 25-30 run.
-  EXPECT_EQ(step(4, 25, 145).action, SwitchAction::kNone);  // (20 + 320 + 20 + 170) / 4 = 132.5
-  d = step(5, 30, 150);                                     // (320 + 20 + 170 + 180) / 4 = 172.5
+  EXPECT_EQ(step(4, 25, 145).action, SwitchAction::kNone);  // median of 20 20 170 320: 95
+  d = step(5, 30, 150);                                     // median of 20 170 180 320: 175
   EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
   EXPECT_EQ(d.why, DecisionWhy::kAboveHigh);
-  EXPECT_EQ(d.reason, "mean batch 172.5 over 4 steps >= T_h 150: switch to EP now");
+  EXPECT_EQ(d.reason, "median batch 175 over 4 steps >= T_h 150: switch to EP now");
   EXPECT_EQ(d.batch, 30);
   EXPECT_EQ(d.window, 4);
   EXPECT_EQ(d.window_filled, 4);
@@ -79,6 +79,28 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMeanOverTheWindow) {
   // Without prompt tokens the step's batch is its running count.
   SwitchPolicy q(Small(100, 4, 0));
   for (int s = 0; s < 4; ++s) EXPECT_EQ(q.Observe(Obs(s, 99, kTp)).action, SwitchAction::kNone);
+}
+
+// A few long prompts among decode steps lift the window's mean past T_h
+// while most steps stay far below it, where TP is the faster layout: the
+// median keeps TP (moebius-bursty's 3 s EP excursion after burst-80).
+TEST(SwitchPolicyTest, AFewLongPromptsInTheWindowDoNotMoveTpToEp) {
+  SwitchPolicy p(Small(150, 4, 0));
+  auto step = [&](int64_t s, int running, int prefill) {
+    PolicyObservation o = Obs(s, running, kTp);
+    o.prefill_tokens = prefill;
+    return p.Observe(o);
+  };
+  step(0, 20, 0);
+  step(1, 20, 0);
+  step(2, 20, 0);
+  Decision d = step(3, 20, 580);  // mean (3 x 20 + 600) / 4 = 165, median 20
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
+  EXPECT_DOUBLE_EQ(d.mean, 165);
+  d = step(4, 20, 400);  // half the steps long: median (20 + 420) / 2 = 220
+  EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
+  EXPECT_EQ(d.reason, "median batch 220 over 4 steps >= T_h 150: switch to EP now");
 }
 
 // A burst queues many requests at once: with Q of them waiting and the
