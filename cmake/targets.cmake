@@ -59,9 +59,10 @@ endfunction()
 # sy_finalize_targets() also defines sy_programs: every target of the lib
 # class (the libraries, the executables, the fixtures and benchmarks the
 # tests drive) and the test drivers registered through sy_mark_program_test()
-# (the GoogleTest binaries of integration-labelled tests), but no unit-test
-# driver. The Release stage of scripts/test builds it: what ships, at the
-# optimisation it ships with, and what its integration tests need.
+# (the GoogleTest binaries labelled integration or numerics), but no other
+# unit-test driver. The Release stage of scripts/test builds it: what ships,
+# at the optimisation it ships with, what its integration tests need, and
+# the checks of the numerics against the reference at that optimisation.
 function(sy_mark_program_test target)
   set_property(GLOBAL APPEND PROPERTY SY_PROGRAM_TESTS ${target})
 endfunction()
