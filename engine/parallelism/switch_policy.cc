@@ -296,6 +296,7 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
   d.window = obs.layout == PolicyLayout::kEp && rollout ? 1 : options_.window;
   d.window_filled = WindowFilled(d.window);
   d.mean = WindowMean(d.window);
+  d.median = WindowMedian(d.window);
   if (last_switch_step_.has_value()) {
     const int64_t since = obs.step - *last_switch_step_;
     d.cooldown_left = since >= options_.cooldown ? 0 : static_cast<int>(options_.cooldown - since);
@@ -336,13 +337,12 @@ Decision SwitchPolicy::Observe(const PolicyObservation& obs) {
       want(SwitchAction::kSwitchToEp, DecisionWhy::kQueued,
            std::to_string(obs.waiting) + " queued, batch " + batch + " + " +
                std::to_string(obs.prefill_tokens) + " prompt tokens >= T_h " + th);
-    } else if (const double median = WindowMedian(d.window);
-               d.window_filled == d.window && median >= d.t_high) {
+    } else if (d.window_filled == d.window && d.median >= d.t_high) {
       // The median, not the mean: a few steps that prefill long prompts
       // lift a mean of ~120 decode rows past T_h while TP is still the
       // faster layout for the other steps (docs/PARALLELISM.md).
       want(SwitchAction::kSwitchToEp, DecisionWhy::kAboveHigh,
-           "median batch " + Num(median) + " over " + Steps(d.window) + " >= T_h " + th);
+           "median batch " + Num(d.median) + " over " + Steps(d.window) + " >= T_h " + th);
     } else {
       d.why = DecisionWhy::kBelowHigh;
       d.reason = "TP: batch " + batch + " < T_h " + th + ": stay";

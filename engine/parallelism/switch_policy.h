@@ -159,7 +159,8 @@ struct Decision {
   PolicyMode mode = PolicyMode::kAuto;
   int batch = 0;
   int waiting = 0;
-  double mean = 0;  // mean batch over `window`
+  double mean = 0;    // mean batch over `window` (EP -> TP)
+  double median = 0;  // median batch over `window` (TP -> EP on slow growth)
   // The window the mean covers: W, or 1 in EP under the rollout variant.
   int window = 0;
   int window_filled = 0;  // samples in the window, <= window

@@ -348,6 +348,7 @@ void Engine::ObservePolicy() {
                   {"batch", d.batch},
                   {"waiting", d.waiting},
                   {"mean", d.mean},
+                  {"median", d.median},
                   {"window", d.window},
                   {"t_high", d.t_high},
                   {"t_low", d.t_low},

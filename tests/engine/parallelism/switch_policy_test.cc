@@ -61,8 +61,10 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMedianOverTheWindow) {
   // Quiet: 20 running, one 300-token prompt among them: mean (3 x 20 + 320) / 4 = 95.
   EXPECT_EQ(step(0, 20, 0).action, SwitchAction::kNone);
   EXPECT_EQ(step(1, 20, 0).action, SwitchAction::kNone);
-  EXPECT_EQ(step(2, 20, 300).action, SwitchAction::kNone);  // window not yet full
-  Decision d = step(3, 20, 0);
+  Decision d = step(2, 20, 300);  // window not yet full
+  EXPECT_EQ(d.action, SwitchAction::kNone);
+  EXPECT_DOUBLE_EQ(d.median, 20);  // of the 3 steps seen: 20 20 320
+  d = step(3, 20, 0);
   EXPECT_EQ(d.action, SwitchAction::kNone);
   EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
   // A burst: ~150 prompt tokens wait at every step while only 25-30 run.
@@ -75,6 +77,7 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMedianOverTheWindow) {
   EXPECT_EQ(d.window, 4);
   EXPECT_EQ(d.window_filled, 4);
   EXPECT_DOUBLE_EQ(d.mean, 172.5);
+  EXPECT_DOUBLE_EQ(d.median, 175);
 
   // Without prompt tokens the step's batch is its running count.
   SwitchPolicy q(Small(100, 4, 0));
@@ -98,6 +101,7 @@ TEST(SwitchPolicyTest, AFewLongPromptsInTheWindowDoNotMoveTpToEp) {
   EXPECT_EQ(d.action, SwitchAction::kNone);
   EXPECT_EQ(d.why, DecisionWhy::kBelowHigh);
   EXPECT_DOUBLE_EQ(d.mean, 165);
+  EXPECT_DOUBLE_EQ(d.median, 20);
   d = step(4, 20, 400);  // half the steps long: median (20 + 420) / 2 = 220
   EXPECT_EQ(d.action, SwitchAction::kSwitchToEp);
   EXPECT_EQ(d.reason, "median batch 220 over 4 steps >= T_h 150: switch to EP now");

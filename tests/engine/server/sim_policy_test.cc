@@ -107,7 +107,7 @@ TEST_F(SimPolicyTest, MedianRuleCatchesTheBurstWithinHalfTheWindow) {
   RunBurst(0, &obs);
   EXPECT_EQ(obs.ep_decision.value("why", ""), "above_high");
   EXPECT_THAT(obs.ep_reason, testing::StartsWith("median batch "));
-  EXPECT_GE(obs.ep_decision.value("mean", 0.0), 256.0);
+  EXPECT_GE(obs.ep_decision.value("median", 0.0), 256.0);
   EXPECT_GE(BurstStepsInTp(obs), 1);
   EXPECT_LE(BurstStepsInTp(obs), 2);  // W = 4
 }
