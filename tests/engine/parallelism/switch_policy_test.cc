@@ -20,11 +20,13 @@ PolicyOptions Small(int t_high, int window, int cooldown) {
   return o;
 }
 
-PolicyObservation Obs(int64_t step, int running, PolicyLayout layout) {
+// prefill: prompt tokens waiting, which count in the step's batch.
+PolicyObservation Obs(int64_t step, int running, PolicyLayout layout, int prefill = 0) {
   PolicyObservation o;
   o.step = step;
   o.running = running;
   o.layout = layout;
+  o.prefill_tokens = prefill;
   return o;
 }
 
@@ -54,11 +56,9 @@ TEST(SwitchPolicyTest, SwitchesTpToEpImmediatelyAtTHigh) {
 TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMedianOverTheWindow) {
   SwitchPolicy p(Small(150, 4, 0));
   auto step = [&](int64_t s, int running, int prefill) {
-    PolicyObservation o = Obs(s, running, kTp);
-    o.prefill_tokens = prefill;
-    return p.Observe(o);
+    return p.Observe(Obs(s, running, kTp, prefill));
   };
-  // Quiet: 20 running, one 300-token prompt among them: mean (3 x 20 + 320) / 4 = 95.
+  // Quiet: 20 running, one 300-token prompt among them: median 20 (mean 95).
   EXPECT_EQ(step(0, 20, 0).action, SwitchAction::kNone);
   EXPECT_EQ(step(1, 20, 0).action, SwitchAction::kNone);
   Decision d = step(2, 20, 300);  // window not yet full
@@ -90,9 +90,7 @@ TEST(SwitchPolicyTest, PromptTokensMoveTpToEpOnTheMedianOverTheWindow) {
 TEST(SwitchPolicyTest, AFewLongPromptsInTheWindowDoNotMoveTpToEp) {
   SwitchPolicy p(Small(150, 4, 0));
   auto step = [&](int64_t s, int running, int prefill) {
-    PolicyObservation o = Obs(s, running, kTp);
-    o.prefill_tokens = prefill;
-    return p.Observe(o);
+    return p.Observe(Obs(s, running, kTp, prefill));
   };
   step(0, 20, 0);
   step(1, 20, 0);
@@ -115,9 +113,8 @@ TEST(SwitchPolicyTest, AQueueOfRequestsAtTHighMovesTpToEpAtOnce) {
   o.queue = 8;
   SwitchPolicy p(o);
   auto step = [&](int64_t s, int running, int waiting, int prefill) {
-    PolicyObservation obs = Obs(s, running, kTp);
+    PolicyObservation obs = Obs(s, running, kTp, prefill);
     obs.waiting = waiting;
-    obs.prefill_tokens = prefill;
     return p.Observe(obs);
   };
   // One long prompt queued alone: far past T_h in tokens, but no burst.
@@ -164,9 +161,7 @@ TEST(SwitchPolicyTest, AQueueOfRequestsAtTHighMovesTpToEpAtOnce) {
 TEST(SwitchPolicyTest, ReturnToTpAveragesBatchesWithPromptTokens) {
   SwitchPolicy p(Small(100, 4, 0));  // T_l 80
   auto step = [&](int64_t s, int running, int prefill) {
-    PolicyObservation o = Obs(s, running, kEp);
-    o.prefill_tokens = prefill;
-    return p.Observe(o);
+    return p.Observe(Obs(s, running, kEp, prefill));
   };
   // 50 running, but a waiting prompt keeps the mean at (50 + 50 + 250 + 50) / 4 = 100.
   step(0, 50, 0);
