@@ -161,7 +161,7 @@ struct Decision {
   int waiting = 0;
   double mean = 0;    // mean batch over `window` (EP -> TP)
   double median = 0;  // median batch over `window` (TP -> EP on slow growth)
-  // The window the mean covers: W, or 1 in EP under the rollout variant.
+  // The window mean and median cover: W, or 1 in EP under the rollout variant.
   int window = 0;
   int window_filled = 0;  // samples in the window, <= window
   int t_high = 0;
