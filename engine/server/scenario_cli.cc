@@ -50,6 +50,9 @@ nlohmann::json ResultJson(const Scenario& s, const std::vector<VariantResult>& r
                             {"tpot_ms", {p.tpot_mean_ms, p.tpot_p50_ms, p.tpot_p99_ms}},
                             {"output_tok_s", p.output_tok_s},
                             {"balancedness", p.balancedness},
+                            {"decode_batch", p.decode_batch},
+                            {"running_max", p.running_max},
+                            {"waiting_max", p.waiting_max},
                             {"makespan_s", p.makespan_s}};
     };
     for (const PhaseResult& p : r.phases) v["phases"].push_back(phase_json(p));

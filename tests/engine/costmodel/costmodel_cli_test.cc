@@ -200,6 +200,12 @@ TEST(ScenarioCli, JsonCarriesThePooledPhases) {
     const nlohmann::json& ph = v["phases"];
     EXPECT_EQ(v["pooled"][1]["requests"].get<int>(),
               ph[1]["requests"].get<int>() + ph[3]["requests"].get<int>());
+    // The burst's requests decoded together (also after its window, which
+    // running_max does not cover), and some ran in it.
+    EXPECT_GT(ph[1]["decode_batch"].get<double>(), 1);
+    EXPECT_LE(ph[1]["decode_batch"].get<double>(), v["requests"].get<double>());
+    EXPECT_GT(ph[1]["running_max"].get<int>(), 0);
+    EXPECT_GE(ph[1]["waiting_max"].get<int>(), 0);
   }
   fs::remove(out);
 }

@@ -76,6 +76,30 @@ TEST(ScenarioRecorderTest, PoolsPhasesThatShareALatencyMetric) {
   EXPECT_EQ(q.waiting_max, 2);
 }
 
+// decode_batch: the running count of the steps that decoded each request
+// (after its first token, up to its end), over all of them.
+TEST(ScenarioRecorderTest, DecodeBatchIsTheBatchThePhasesRequestsDecodedIn) {
+  ScenarioRecorder rec;
+  rec.OnRequestDone(Done(0, 1000, 1000, 4));   // first token at 1 s, ends at 4 s
+  rec.OnRequestDone(Done(2, 1000, 1000, 3));   // first token at 3 s, ends at 5 s
+  rec.OnRequestDone(Done(12, 1000, 1000, 1));  // one token: no decode step
+  rec.OnStep(StepEnding(1, 1, 1, 0));          // the first request's prefill
+  rec.OnStep(StepEnding(2, 2, 2, 0));
+  rec.OnStep(StepEnding(3, 3, 4, 0));
+  rec.OnStep(StepEnding(4, 4, 6, 0));
+  rec.OnStep(StepEnding(5, 5, 10, 0));
+  rec.OnStep(StepEnding(13, 6, 3, 0));
+  const VariantResult r =
+      rec.Finish("tp", {{"quiet", "tpot"}, {"burst", "ttft"}}, {{0, 10 * kS}, {10 * kS, 20 * kS}},
+                 /*workload_start_us=*/0);
+  ASSERT_EQ(r.phases.size(), 2u);
+  // First: steps at 2, 3, 4 s (2 + 4 + 6); second: 4, 5 s (6 + 10).
+  EXPECT_DOUBLE_EQ(r.phases[0].decode_batch, (12.0 + 16.0) / 5.0);
+  EXPECT_EQ(r.phases[0].running_max, 10);
+  EXPECT_DOUBLE_EQ(r.phases[1].decode_batch, 0);
+  EXPECT_THAT(FormatScenarioTable(Scenario{}, {r}), HasSubstr("dec batch"));
+}
+
 TEST(ScenarioRecorderTest, PooledGroupsAreComparedAndPrinted) {
   Scenario s;
   s.name = "toy";
