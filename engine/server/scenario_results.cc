@@ -26,6 +26,12 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
+// t falls in one of the [from, to) windows.
+bool InWindows(const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t t) {
+  return std::any_of(windows.begin(), windows.end(),
+                     [t](const auto& w) { return t >= w.first && t < w.second; });
+}
+
 std::string Fmt(const char* f, double x) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, x);
@@ -164,10 +170,7 @@ double ScenarioRecorder::DecodeBatch(
   assert(std::is_sorted(ends.begin(), ends.end()));
   int64_t running = 0, steps = 0;
   for (const Done& d : done_) {
-    const bool arrived_in = std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
-      return d.arrival_us >= w.first && d.arrival_us < w.second;
-    });
-    if (!arrived_in) continue;
+    if (!InWindows(windows, d.arrival_us)) continue;
     // (first token, end]: the step that produced the first token is prefill.
     const auto lo = std::upper_bound(ends.begin(), ends.end(), d.arrival_us + d.ttft_us);
     const auto hi = std::upper_bound(ends.begin(), ends.end(), d.end_us);
@@ -180,12 +183,7 @@ double ScenarioRecorder::DecodeBatch(
 
 PhaseResult ScenarioRecorder::Summarize(
     const std::vector<std::pair<int64_t, int64_t>>& windows) const {
-  const auto in = [&](int64_t t) {
-    for (const auto& [from, to] : windows) {
-      if (t >= from && t < to) return true;
-    }
-    return false;
-  };
+  const auto in = [&](int64_t t) { return InWindows(windows, t); };
   PhaseResult ph;
   std::vector<double> ttft, tpot;
   int64_t last_end = windows.empty() ? 0 : windows.front().first;
