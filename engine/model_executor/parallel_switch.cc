@@ -15,10 +15,12 @@ using Clock = SteadyClock;
 
 }  // namespace
 
-Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
-                   const std::vector<UnifiedExpertBuffer*>& buffers) {
-  const int p = static_cast<int>(buffers.size());
-  const std::string why = "cannot switch parallelism: ";
+constexpr char kWhy[] = "cannot switch parallelism: ";
+
+Status CheckSwitchLayout(const ModelConfig& config, const ExpertMap& map, int devices,
+                         KvHeadSplit kv) {
+  const int p = devices;
+  const std::string why = kWhy;
   if (Status s =
           UnifiedExpertBuffer::CheckShape(config.experts, config.expert_inter, config.hidden, p);
       !s.ok()) {
@@ -41,12 +43,19 @@ Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
     RETURN_IF_ERROR(
         split("MLA latent row (kv_lora_rank + qk_rope_head_dim)", config.mla_latent_dim()));
     if (config.linear_layers() > 0) RETURN_IF_ERROR(split("linear-attention heads", config.heads));
-  } else {
+  } else if (kv == KvHeadSplit::kEven || p % config.kv_heads != 0) {
     RETURN_IF_ERROR(split("KV heads", config.kv_heads));
   }
+  return Status::Ok();
+}
+
+Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
+                   const std::vector<UnifiedExpertBuffer*>& buffers) {
+  const int p = static_cast<int>(buffers.size());
+  RETURN_IF_ERROR(CheckSwitchLayout(config, map, p, KvHeadSplit::kEven));
   for (int d = 0; d < p; ++d) {
     if (buffers[d] == nullptr) {
-      return FailedPrecondition(why + "device " + std::to_string(d) +
+      return FailedPrecondition(std::string(kWhy) + "device " + std::to_string(d) +
                                 " has no unified expert buffer (the model has no MoE layer, or "
                                 "the devices hold unequal expert slot counts)");
     }

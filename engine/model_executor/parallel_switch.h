@@ -54,11 +54,27 @@ struct DeviceSwitch {
   double checksum_ms = 0;        // both checksum passes
 };
 
-// FAILED_PRECONDITION naming the reason when `target` cannot be reached from
-// the current layout: P does not divide the experts or expert_inter, the map
-// has redundant experts (N > E: the TP layout holds each expert once), a
-// device has no unified buffer (the model has no MoE layer, or the devices
-// hold unequal slot counts). `buffers`: one per device, null where none.
+// How KV heads may lie across P devices under TP attention.
+enum class KvHeadSplit {
+  kEven,    // P divides the KV heads: the CPU runner's pools split them evenly
+  kRepeat,  // also kv_heads dividing P, each head held by P / kv_heads devices
+            // (Qwen3-235B: 4 KV heads on 8 GPUs), as real TP serving and the
+            // cost model do: the simulated runner's rule
+};
+
+// The refusals of a switch that depend only on the model, the expert map and
+// P, common to every runner (the CPU runner's CheckSwitch, the SimRunner's):
+// FAILED_PRECONDITION naming the reason when P does not divide the experts
+// or expert_inter, the map has redundant experts (N > E: the TP layout holds
+// each expert once), or TP attention cannot split the state evenly (the MLA
+// latent row or linear-attention heads of a hybrid model, the KV heads of
+// another under `kv`). Every message starts "cannot switch parallelism: ".
+Status CheckSwitchLayout(const ModelConfig& config, const ExpertMap& map, int devices,
+                         KvHeadSplit kv);
+
+// CheckSwitchLayout (KvHeadSplit::kEven) and then a device without a
+// unified buffer (the model has no MoE layer, or the devices hold unequal
+// slot counts). `buffers`: one per device, null where none.
 Status CheckSwitch(const ModelConfig& config, const ExpertMap& map,
                    const std::vector<UnifiedExpertBuffer*>& buffers);
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/costmodel/kernels.h"
-#include "engine/parallelism/expert_buffer.h"
+#include "engine/model_executor/parallel_switch.h"
 #include "engine/sim/sim_runner_impl.h"
 
 namespace sy::engine {
@@ -150,43 +150,17 @@ void SimRunner::AbortStagedExpertLayer() {
   staged_map_.reset();
 }
 
-// parallel_switch.cc CheckSwitch, for a runner without expert buffers; one
+// The CPU runner's CheckSwitch for a runner without expert buffers, with one
 // deliberate difference: an MHA model whose KV heads are fewer than the
-// devices (Qwen3-235B: 4 KV heads on 8 GPUs) may go TP when kv_heads divides
-// P, each KV head then held by P / kv_heads devices, as the cost model
-// prices it and real TP serving does (the CPU runner refuses: its pools
-// split KV heads evenly).
+// devices may go TP when kv_heads divides P (KvHeadSplit::kRepeat), as the
+// cost model prices it and real TP serving does (the CPU runner refuses: its
+// pools split KV heads evenly).
 Status SimRunner::CheckSwitch() const {
-  const int p = options_.devices;
-  const std::string why = "cannot switch parallelism: ";
-  if (Status s =
-          UnifiedExpertBuffer::CheckShape(config_.experts, config_.expert_inter, config_.hidden, p);
-      !s.ok()) {
-    return FailedPrecondition(why + s.message());
-  }
-  if (map_.slots() != map_.experts()) {
-    return FailedPrecondition(why + "the expert map has " + std::to_string(map_.slots()) +
-                              " slots for " + std::to_string(map_.experts()) +
-                              " experts (redundant experts); the TP layout holds each expert "
-                              "once (rebalance to a map without replicas first)");
-  }
-  const auto split = [&](const char* what, int64_t n) -> Status {
-    if (n % p == 0) return Status::Ok();
-    return FailedPrecondition(why + std::to_string(p) + " devices do not divide the " + what +
-                              " (" + std::to_string(n) + "): TP attention splits it evenly");
-  };
-  if (config_.hybrid()) {
-    RETURN_IF_ERROR(
-        split("MLA latent row (kv_lora_rank + qk_rope_head_dim)", config_.mla_latent_dim()));
-    if (config_.linear_layers() > 0)
-      RETURN_IF_ERROR(split("linear-attention heads", config_.heads));
-  } else if (p % config_.kv_heads != 0) {
-    RETURN_IF_ERROR(split("KV heads", config_.kv_heads));
-  }
+  RETURN_IF_ERROR(CheckSwitchLayout(config_, map_, options_.devices, KvHeadSplit::kRepeat));
   if (!map_.uniform() || map_.first_moe() >= map_.layers()) {
-    return FailedPrecondition(why +
-                              "device 0 has no unified expert buffer (the model has no MoE "
-                              "layer, or the devices hold unequal expert slot counts)");
+    return FailedPrecondition(
+        "cannot switch parallelism: device 0 has no unified expert buffer (the model has no MoE "
+        "layer, or the devices hold unequal expert slot counts)");
   }
   return Status::Ok();
 }

@@ -9,8 +9,8 @@
 
 #include "engine/costmodel/interconnect.h"
 #include "engine/costmodel/kernels.h"
+#include "engine/model_executor/runner_checks.h"
 #include "engine/sim/sim_runner_impl.h"
-#include "engine/sim/sim_validate.h"
 
 namespace sy::engine {
 
@@ -202,32 +202,8 @@ Result<std::unique_ptr<ModelRunner>> CreateSimRunner(const ModelConfig& config,
   if (!std::isfinite(sim.step_overhead_us) || sim.step_overhead_us < 0) {
     return InvalidArgument("sim: step_overhead_us must be finite and >= 0");
   }
-  // ModelRunner::Create's refusals.
-  RETURN_IF_ERROR(config.Validate());
-  if (options.devices < 1) {
-    return InvalidArgument("devices must be >= 1, got " + std::to_string(options.devices));
-  }
-  if (options.kv_pages_per_device < 1) {
-    return InvalidArgument("kv_pages_per_device must be >= 1, got " +
-                           std::to_string(options.kv_pages_per_device));
-  }
-  if (options.page_size < 1) {
-    return InvalidArgument("page_size must be >= 1, got " + std::to_string(options.page_size));
-  }
-  if (config.linear_layers() > 0 && options.state_slots_per_device < 1) {
-    return InvalidArgument(
-        "state_slots_per_device must be >= 1 for a model with linear-attention "
-        "layers, got " +
-        std::to_string(options.state_slots_per_device));
-  }
-  if (!std::isfinite(options.router_skew) || options.router_skew < 0.0) {
-    return InvalidArgument("router_skew must be finite and >= 0, got " +
-                           std::to_string(options.router_skew));
-  }
-  if (options.skew_drift_steps < 0) {
-    return InvalidArgument("skew_drift_steps must be >= 0, got " +
-                           std::to_string(options.skew_drift_steps));
-  }
+  // ModelRunner::Create's refusals (runner_checks.h).
+  RETURN_IF_ERROR(ValidateRunnerOptions(config, options));
   RETURN_IF_ERROR(CheckHardware(sim.hardware, options.devices));
   ASSIGN_OR_RETURN(ModelConfig want, SimModelConfig(sim.model, config.max_seq));
   RETURN_IF_ERROR(CheckSameShape(config, want));
@@ -284,7 +260,7 @@ SimRunner::SimRunner(const ModelConfig& config, const ModelRunnerOptions& option
 }
 
 Result<StepOutput> SimRunner::Step(const BatchInput& batch, TraceLevel level) {
-  RETURN_IF_ERROR(ValidateSimBatch(batch, config_, options_));
+  RETURN_IF_ERROR(ValidateBatch(batch, config_, options_));
   std::fill(loads_.begin(), loads_.end(), DeviceLoad{});
   int64_t tokens = 0;
   for (const SeqInput& s : batch.seqs) {

@@ -193,7 +193,8 @@ TEST(SimRunnerTest, HybridAndDenseLayersArePriced) {
   EXPECT_EQ(ds.runner->expert_map().first_moe(), 3);
 }
 
-// The same bad batches, the same refusals as the CPU runner (model_runner.cc).
+// The same bad batches, the same refusals as the CPU runner (both run
+// ValidateBatch, runner_checks.h), and the clock does not move.
 TEST(SimRunnerTest, RefusesBadBatchesWithTheCpuRunnersMessages) {
   const costmodel::ModelSpec spec = TinySpec(4, 16, 2, 1);
   Result<ModelConfig> config = SimModelConfig(spec, 64);

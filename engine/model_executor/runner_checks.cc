@@ -1,4 +1,4 @@
-#include "engine/sim/sim_validate.h"
+#include "engine/model_executor/runner_checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,8 +20,8 @@ std::string SeqName(size_t i, const SeqInput& s) {
 // checkpoint_slot, checkpoint_len), given `slots` state slots per device
 // (0 for a model without linear layers).
 Status ValidatePrefixFields(size_t i, const SeqInput& s, int slots) {
-  // (Not in the CPU runner's copy: a seq without prefix-cache fields has
-  // nothing to check, and the messages below cost two strings per seq.)
+  // A seq without prefix-cache fields has nothing to check here, and the
+  // messages below cost two strings per seq (most seqs, every step).
   if (s.checkpoint_slot == -1 && s.checkpoint_len == 0 && s.state_copy_from == -1) {
     return Status::Ok();
   }
@@ -101,16 +101,45 @@ Status ValidateSlotsAcrossSeqs(const BatchInput& batch) {
 
 }  // namespace
 
-Status ValidateSimBatch(const BatchInput& batch, const ModelConfig& config,
-                        const ModelRunnerOptions& options) {
-  const auto devices = [&] { return options.devices; };
+Status ValidateRunnerOptions(const ModelConfig& config, const ModelRunnerOptions& options) {
+  RETURN_IF_ERROR(config.Validate());
+  if (options.devices < 1) {
+    return InvalidArgument("devices must be >= 1, got " + std::to_string(options.devices));
+  }
+  if (options.kv_pages_per_device < 1) {
+    return InvalidArgument("kv_pages_per_device must be >= 1, got " +
+                           std::to_string(options.kv_pages_per_device));
+  }
+  if (options.page_size < 1) {
+    return InvalidArgument("page_size must be >= 1, got " + std::to_string(options.page_size));
+  }
+  if (config.linear_layers() > 0 && options.state_slots_per_device < 1) {
+    return InvalidArgument(
+        "state_slots_per_device must be >= 1 for a model with linear-attention "
+        "layers, got " +
+        std::to_string(options.state_slots_per_device));
+  }
+  if (!std::isfinite(options.router_skew) || options.router_skew < 0.0) {
+    return InvalidArgument("router_skew must be finite and >= 0, got " +
+                           std::to_string(options.router_skew));
+  }
+  if (options.skew_drift_steps < 0) {
+    return InvalidArgument("skew_drift_steps must be >= 0, got " +
+                           std::to_string(options.skew_drift_steps));
+  }
+  return Status::Ok();
+}
+
+Status ValidateBatch(const BatchInput& batch, const ModelConfig& config,
+                     const ModelRunnerOptions& options) {
+  const int devices = options.devices;
   std::vector<int64_t> ids;
   ids.reserve(batch.seqs.size());
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
     const SeqInput& s = batch.seqs[i];
-    if (s.device < 0 || s.device >= devices()) {
+    if (s.device < 0 || s.device >= devices) {
       return InvalidArgument(SeqName(i, s) + ": device " + std::to_string(s.device) +
-                             " is outside [0, " + std::to_string(devices()) + ")");
+                             " is outside [0, " + std::to_string(devices) + ")");
     }
     if (s.tokens.empty()) return InvalidArgument(SeqName(i, s) + ": has no tokens");
     if (s.start_pos < 0) {
