@@ -292,20 +292,11 @@ Status CheckMemory(const ModelConfig& c, const ModelRunnerOptions& o, int slots)
 Result<std::unique_ptr<ModelRunner>> ModelRunner::Create(const ModelConfig& config,
                                                          const ModelRunnerOptions& options) {
   RETURN_IF_ERROR(ValidateRunnerOptions(config, options));
-  const int first_moe = std::min(config.first_k_dense_replace, config.layers);
-  std::optional<ExpertMap> map;
-  if (options.expert_phy2log.empty()) {
-    map = ExpertMap::RoundRobin(config.layers, first_moe, config.experts, options.devices);
-  } else {
-    Result<ExpertMap> m = ExpertMap::DeviceMajor(config.layers, first_moe, config.experts,
-                                                 options.devices, options.expert_phy2log);
-    if (!m.ok()) return m.status();
-    map = std::move(m).value();
-  }
-  RETURN_IF_ERROR(CheckMemory(config, options, map->slots()));
+  ASSIGN_OR_RETURN(ExpertMap map, StartingExpertMap(config, options));
+  RETURN_IF_ERROR(CheckMemory(config, options, map.slots()));
   // Device workers are the parallelism; BLAS threads would oversubscribe.
   openblas_set_num_threads(1);
-  auto runner = std::make_unique<ModelRunnerImpl>(config, options, std::move(*map));
+  auto runner = std::make_unique<ModelRunnerImpl>(config, options, std::move(map));
   RETURN_IF_ERROR(runner->BuildStatus());
   return std::unique_ptr<ModelRunner>(std::move(runner));
 }

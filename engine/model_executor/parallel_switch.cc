@@ -148,29 +148,35 @@ Status FoldSwitch(ParallelMode from, ParallelMode to, const std::vector<DeviceSw
   return failed->status;
 }
 
-Status MoveRequestState(const std::vector<StateMove>& moves, const std::vector<KvPool*>& kv,
-                        const std::vector<StatePool*>& state) {
-  const int p = static_cast<int>(kv.size());
+Status CheckStateMoves(const std::vector<StateMove>& moves, int devices, int pages, int slots) {
   for (const StateMove& m : moves) {
     const std::string who = "request " + std::to_string(m.request_id) + ": ";
-    if (m.from < 0 || m.from >= p || m.to < 0 || m.to >= p) {
+    if (m.from < 0 || m.from >= devices || m.to < 0 || m.to >= devices) {
       return InvalidArgument(who + "device out of range");
     }
     if (m.from_pages.size() != m.to_pages.size()) {
       return InvalidArgument(who + "page tables of different lengths");
     }
     for (size_t i = 0; i < m.from_pages.size(); ++i) {
-      const int n = kv[m.from]->num_pages();
-      if (m.from_pages[i] < 0 || m.from_pages[i] >= n || m.to_pages[i] < 0 || m.to_pages[i] >= n) {
+      if (m.from_pages[i] < 0 || m.from_pages[i] >= pages || m.to_pages[i] < 0 ||
+          m.to_pages[i] >= pages) {
         return InvalidArgument(who + "page out of range");
       }
     }
     if ((m.from_slot < 0) != (m.to_slot < 0) ||
-        (m.from_slot >= 0 && (state.empty() || m.from_slot >= state[m.from]->slots() ||
-                              m.to_slot >= state[m.to]->slots()))) {
+        (m.from_slot >= 0 && (m.from_slot >= slots || m.to_slot >= slots))) {
       return InvalidArgument(who + "state slot out of range");
     }
   }
+  return Status::Ok();
+}
+
+Status MoveRequestState(const std::vector<StateMove>& moves, const std::vector<KvPool*>& kv,
+                        const std::vector<StatePool*>& state) {
+  const int p = static_cast<int>(kv.size());
+  // Every device's pools have the same size (ModelRunnerOptions).
+  RETURN_IF_ERROR(CheckStateMoves(moves, p, p > 0 ? kv[0]->num_pages() : 0,
+                                  state.empty() ? 0 : state[0]->slots()));
   for (const StateMove& m : moves) {
     for (int d = 0; d < p; ++d) {
       KvPool* pool = kv[d];

@@ -111,4 +111,9 @@ Status FoldSwitch(ParallelMode from, ParallelMode to, const std::vector<DeviceSw
 Status MoveRequestState(const std::vector<StateMove>& moves, const std::vector<KvPool*>& kv,
                         const std::vector<StatePool*>& state);
 
+// MoveRequestState's refusals, for `devices` homes of `pages` KV pages and
+// `slots` state slots each (0: the model has no recurrent state), so that
+// every runner refuses the same moves with the same words.
+Status CheckStateMoves(const std::vector<StateMove>& moves, int devices, int pages, int slots);
+
 }  // namespace sy::engine

@@ -130,6 +130,15 @@ Status ValidateRunnerOptions(const ModelConfig& config, const ModelRunnerOptions
   return Status::Ok();
 }
 
+Result<ExpertMap> StartingExpertMap(const ModelConfig& config, const ModelRunnerOptions& options) {
+  const int first_moe = std::min(config.first_k_dense_replace, config.layers);
+  if (options.expert_phy2log.empty()) {
+    return ExpertMap::RoundRobin(config.layers, first_moe, config.experts, options.devices);
+  }
+  return ExpertMap::DeviceMajor(config.layers, first_moe, config.experts, options.devices,
+                                options.expert_phy2log);
+}
+
 Status ValidateBatch(const BatchInput& batch, const ModelConfig& config,
                      const ModelRunnerOptions& options) {
   const int devices = options.devices;

@@ -1,10 +1,9 @@
 // File: engine/model_executor/runner_checks.h
 //
 // What every ModelRunner refuses (model_runner.h): options at Create and a
-// batch at Step. The CPU runner (model_runner.cc) and the simulated
-// cluster's SimRunner (engine/sim) call these same functions, so what one
-// refuses the other refuses with the same message, and a check added here
-// guards both.
+// batch at Step; and the expert map Create starts from. The CPU runner (model_runner.cc) and the
+// simulated cluster's SimRunner (engine/sim) call these same functions, so what one refuses the
+// other refuses with the same message, and a check added here guards both.
 //
 // The checks read only their arguments; nothing is allocated or written, so
 // a runner calls them before it builds or touches any pool, and a refused
@@ -16,6 +15,7 @@
 #include "base/status.h"
 #include "engine/model/config.h"
 #include "engine/model_executor/model_runner.h"
+#include "engine/moe/expert_map.h"
 
 namespace sy::engine {
 
@@ -25,6 +25,12 @@ namespace sy::engine {
 // layers, a router skew that is negative or not finite, a negative drift
 // period.
 Status ValidateRunnerOptions(const ModelConfig& config, const ModelRunnerOptions& options);
+
+// The expert map a runner starts with: ExpertMap::RoundRobin, or
+// ExpertMap::DeviceMajor over options.expert_phy2log when it is given (its
+// refusal, INVALID_ARGUMENT, is Create's). REQUIRES: ValidateRunnerOptions
+// passed.
+Result<ExpertMap> StartingExpertMap(const ModelConfig& config, const ModelRunnerOptions& options);
 
 // OK, or INVALID_ARGUMENT naming the first bad seq (its index in the batch
 // and its request id) and field: a device, token, position, page or state

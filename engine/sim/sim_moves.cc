@@ -339,27 +339,9 @@ Result<SwitchStats> SimRunner::SwitchParallelism(ParallelMode target, const Faul
 
 Status SimRunner::MoveRequestState(const std::vector<StateMove>& moves) {
   const int p = options_.devices;
-  // parallel_switch.cc MoveRequestState's checks, in its order and words.
-  for (const StateMove& m : moves) {
-    const std::string who = "request " + std::to_string(m.request_id) + ": ";
-    if (m.from < 0 || m.from >= p || m.to < 0 || m.to >= p) {
-      return InvalidArgument(who + "device out of range");
-    }
-    if (m.from_pages.size() != m.to_pages.size()) {
-      return InvalidArgument(who + "page tables of different lengths");
-    }
-    for (size_t i = 0; i < m.from_pages.size(); ++i) {
-      const int n = kv_[m.from]->num_pages();
-      if (m.from_pages[i] < 0 || m.from_pages[i] >= n || m.to_pages[i] < 0 || m.to_pages[i] >= n) {
-        return InvalidArgument(who + "page out of range");
-      }
-    }
-    if ((m.from_slot < 0) != (m.to_slot < 0) ||
-        (m.from_slot >= 0 &&
-         (m.from_slot >= state_[m.from]->slots() || m.to_slot >= state_[m.to]->slots()))) {
-      return InvalidArgument(who + "state slot out of range");
-    }
-  }
+  // The CPU runner's refusals (parallel_switch.h); pools are per-device equal.
+  RETURN_IF_ERROR(
+      CheckStateMoves(moves, p, kv_[0]->num_pages(), state_.empty() ? 0 : state_[0]->slots()));
   // EP: whole pages and slots cross the link from the old home to the new;
   // TP: every device copies its block locally (HBM read + write).
   const double page = PageBytes(), slot = SlotBytes();

@@ -207,20 +207,11 @@ Result<std::unique_ptr<ModelRunner>> CreateSimRunner(const ModelConfig& config,
   RETURN_IF_ERROR(CheckHardware(sim.hardware, options.devices));
   ASSIGN_OR_RETURN(ModelConfig want, SimModelConfig(sim.model, config.max_seq));
   RETURN_IF_ERROR(CheckSameShape(config, want));
-  const int first_moe = std::min(config.first_k_dense_replace, config.layers);
-  std::optional<ExpertMap> map;
-  if (options.expert_phy2log.empty()) {
-    map = ExpertMap::RoundRobin(config.layers, first_moe, config.experts, options.devices);
-  } else {
-    Result<ExpertMap> m = ExpertMap::DeviceMajor(config.layers, first_moe, config.experts,
-                                                 options.devices, options.expert_phy2log);
-    if (!m.ok()) return m.status();
-    map = std::move(m).value();
-  }
+  ASSIGN_OR_RETURN(ExpertMap map, StartingExpertMap(config, options));
   ASSIGN_OR_RETURN(RoutingModel routing,
                    RoutingModel::Create(config.layers, config.experts, config.top_k, sim.routing));
   return std::unique_ptr<ModelRunner>(
-      std::make_unique<SimRunner>(config, options, sim, std::move(*map), std::move(routing)));
+      std::make_unique<SimRunner>(config, options, sim, std::move(map), std::move(routing)));
 }
 
 SimRunner::SimRunner(const ModelConfig& config, const ModelRunnerOptions& options,
