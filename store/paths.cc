@@ -7,13 +7,16 @@
 namespace sy::store {
 
 Result<std::string> DefaultDbPath() {
+  const char* env = std::getenv("SWITCHYARD_DB");
+  if (env != nullptr && env[0] != '\0') return std::string(env);
   const char* xdg = std::getenv("XDG_DATA_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/switchyard/runs.db";
   const char* home = std::getenv("HOME");
   if (home != nullptr && home[0] != '\0') {
     return std::string(home) + "/.local/share/switchyard/runs.db";
   }
-  return FailedPrecondition("no default store path: set XDG_DATA_HOME or HOME, or pass --db PATH");
+  return FailedPrecondition(
+      "no default store path: set SWITCHYARD_DB, XDG_DATA_HOME or HOME, or pass --db PATH");
 }
 
 Status EnsureParentDir(const std::string& path) {

@@ -383,7 +383,8 @@ int Main(int argc, char** argv) {
   client_key->needs(server_key);
   server_key->needs(client_key);
   auto* db = app.add_option("--db", o.db,
-                            "store file (default $XDG_DATA_HOME/switchyard/runs.db or "
+                            "store file (default $SWITCHYARD_DB, else "
+                            "$XDG_DATA_HOME/switchyard/runs.db or "
                             "~/.local/share/switchyard/runs.db)");
   app.add_flag("--no-record", o.no_record, "live: do not write a store")->excludes(db);
   auto* headless = app.add_flag("--headless", o.headless,

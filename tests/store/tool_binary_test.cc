@@ -78,7 +78,7 @@ TEST(StoreToolBinary, ListsTheConsolesDefaultStore) {
   EXPECT_EQ(r.code, 0) << r.err;
   r = RunStore(dir, {"list"}, {});
   EXPECT_EQ(r.code, 1);
-  EXPECT_THAT(r.err, HasSubstr("set XDG_DATA_HOME or HOME, or pass --db"));
+  EXPECT_THAT(r.err, HasSubstr("set SWITCHYARD_DB, XDG_DATA_HOME or HOME, or pass --db"));
 }
 
 TEST(StoreToolBinary, ExportsEverySpanToStandardOutput) {

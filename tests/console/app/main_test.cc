@@ -202,6 +202,21 @@ TEST(ConsoleMain, DefaultDbUnderXdgDataHome) {
   EXPECT_TRUE(std::filesystem::exists(dir / "xdg/switchyard/runs.db"));
 }
 
+// $SWITCHYARD_DB comes first, as for moe-store and scripts/run: an operator
+// who sets it records and reads one file with every program.
+TEST(ConsoleMain, DefaultDbIsSwitchyardDbFirst) {
+  TempDir dir;
+  const std::string db = dir / "mine/runs.db";
+  Outcome r = RunConsole(dir,
+                         {"--headless", "--duration", "0.2", "--connect", "ipc://" + (dir / "pub"),
+                          "--control", "ipc://" + (dir / "ctl")},
+                         {"SWITCHYARD_DB=" + db, "XDG_DATA_HOME=" + dir.path().string() + "/xdg"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(", db " + db));
+  EXPECT_TRUE(std::filesystem::exists(db));
+  EXPECT_FALSE(std::filesystem::exists(dir / "xdg/switchyard/runs.db"));
+}
+
 TEST(ConsoleMain, UnwritableDbIsAClearMessage) {
   TempDir dir;
   Outcome r = RunConsole(dir, {"--headless", "--duration", "0.2", "--db", "/proc/nope/runs.db"});

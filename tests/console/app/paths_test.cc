@@ -18,7 +18,14 @@ using ::testing::HasSubstr;
 
 // Each test runs in its own process under ctest, so changing the environment
 // here does not leak into other tests.
-TEST(ConsolePaths, XdgDataHomeThenHome) {
+TEST(ConsolePaths, SwitchyardDbThenXdgDataHomeThenHome) {
+  setenv("SWITCHYARD_DB", "/runs/mine.db", 1);
+  setenv("XDG_DATA_HOME", "/data", 1);
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(*DefaultDbPath(), "/runs/mine.db");
+  setenv("SWITCHYARD_DB", "", 1);  // empty: not set
+  EXPECT_EQ(*DefaultDbPath(), "/data/switchyard/runs.db");
+  unsetenv("SWITCHYARD_DB");
   setenv("XDG_DATA_HOME", "/data", 1);
   setenv("HOME", "/home/u", 1);
   EXPECT_EQ(*DefaultDbPath(), "/data/switchyard/runs.db");
