@@ -32,6 +32,8 @@ const char* ConnStateName(ConnState s) {
       return "lost";
     case ConnState::kReplay:
       return "replay";
+    case ConnState::kEnded:
+      return "ended";
   }
   return "?";
 }
@@ -314,7 +316,8 @@ Snapshot Collector::TakeSnapshot() const {
     const auto age = options_.clock() - last_beat_;
     s.heartbeat_age_s = std::chrono::duration<double>(age).count();
     const double interval_s = heartbeat_ms_ / 1000.0;
-    s.conn = s.heartbeat_age_s > 5 * interval_s   ? ConnState::kLost
+    s.conn = s.run_stopped                        ? ConnState::kEnded
+             : s.heartbeat_age_s > 5 * interval_s ? ConnState::kLost
              : s.heartbeat_age_s > 2 * interval_s ? ConnState::kDegraded
                                                   : ConnState::kLive;
   }

@@ -6,19 +6,22 @@
 namespace sy::console {
 namespace {
 
-// Severity order for the merged connection state.
+// Severity order for the merged connection state: engines that ended their
+// runs do not hide one still live.
 int Severity(ConnState c) {
   switch (c) {
-    case ConnState::kLive:
+    case ConnState::kEnded:
       return 0;
-    case ConnState::kReplay:
+    case ConnState::kLive:
       return 1;
-    case ConnState::kWaiting:
+    case ConnState::kReplay:
       return 2;
-    case ConnState::kDegraded:
+    case ConnState::kWaiting:
       return 3;
-    case ConnState::kLost:
+    case ConnState::kDegraded:
       return 4;
+    case ConnState::kLost:
+      return 5;
   }
   return 0;
 }

@@ -29,6 +29,8 @@ enum class ConnState {
   kDegraded,  // 2 < age <= 5 intervals
   kLost,      // age > 5 intervals: engine gone or network cut
   kReplay,    // reading a stored run
+  kEnded,     // the engine announced the run's end (lifecycle "stop"): no
+              // heartbeat is due, so their absence is not a loss
 };
 const char* ConnStateName(ConnState s);  // "waiting", "live", ...
 

@@ -184,6 +184,10 @@ Grid DrawStatus(const Snapshot& s, const ViewState& v, int width) {
     case ConnState::kLost:
       conn_style = Style{Color::kWhite, Color::kRed, kBold};
       break;
+    case ConnState::kEnded:  // the engine said so: nothing to alarm about
+      conn_style = Style{Color::kBlack, Color::kWhite, kBold};
+      conn += " (the engine stopped the run)";
+      break;
     default:
       break;
   }

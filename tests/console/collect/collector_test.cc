@@ -154,6 +154,31 @@ TEST(ConsoleCollector, ConnectionStateFollowsHeartbeatAge) {
   EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLost);
 }
 
+// After the engine's lifecycle "stop" its heartbeats end by design: the run
+// has ended, the engine is not lost. A new run on the endpoint is live again.
+TEST(ConsoleCollector, StopEventEndsTheRunInsteadOfLosingIt) {
+  FakeClock clock;
+  CollectorOptions o;
+  o.clock = clock.fn();
+  Collector c(o);
+  c.Consume(Beat(0, 500));
+  telemetry::Event e;
+  e.env = Env(1, kS);
+  e.kind = "lifecycle";
+  e.name = "stop";
+  c.Consume(e);
+  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kEnded);
+  clock.now += 60s;
+  Snapshot s = c.TakeSnapshot();
+  EXPECT_EQ(s.conn, ConnState::kEnded);
+  EXPECT_STREQ(ConnStateName(s.conn), "ended");
+  EXPECT_NEAR(s.heartbeat_age_s, 60, 1e-6);
+  telemetry::Heartbeat h = Beat(0, 500);
+  h.env.run = "run-next";
+  c.Consume(h);
+  EXPECT_EQ(c.TakeSnapshot().conn, ConnState::kLive);
+}
+
 TEST(ConsoleCollector, BeforeFirstHeartbeatAnyMessageCountsAndDefaultIntervalApplies) {
   FakeClock clock;
   CollectorOptions o;

@@ -67,6 +67,14 @@ TEST(ConsoleMergeSnapshots, OverviewFiguresAreTheSumsOfTheEngines) {
   EXPECT_EQ(m.meta.devices, a.meta.devices + b.meta.devices);
   EXPECT_EQ(m.meta.layout, "EP/TP");
   EXPECT_EQ(m.conn, ConnState::kLost);  // the worst engine
+  {
+    Snapshot ended = b, live = a;
+    ended.conn = ConnState::kEnded;
+    live.conn = ConnState::kLive;
+    EXPECT_EQ(MergeSnapshots({ended, live}).conn, ConnState::kLive);  // one still serves
+    EXPECT_EQ(MergeSnapshots({live, ended}).conn, ConnState::kLive);
+    EXPECT_EQ(MergeSnapshots({ended, ended}).conn, ConnState::kEnded);
+  }
   EXPECT_EQ(m.received, a.received + b.received);
   // Series aligned on the newest second: the last 10 points hold both.
   ASSERT_EQ(m.prefill_tps.size(), a.prefill_tps.size());

@@ -269,6 +269,11 @@ TEST(ConsoleDrawHeader, RunModelDevicesLayoutStateTrace) {
   s.conn = ConnState::kLost;
   g = DrawHeader(s, ViewState{}, 80);
   EXPECT_THAT(g.Row(0), StartsWith(" switchyard  LOST  tiny-moe"));
+  s.conn = ConnState::kEnded;  // its lifecycle "stop" arrived
+  s.run_stopped = true;
+  g = DrawHeader(s, ViewState{}, 80);
+  EXPECT_THAT(g.Row(0), StartsWith(" switchyard  STOPPED  tiny-moe"));
+  s.run_stopped = false;
   s.conn = ConnState::kReplay;
   s.replay = ReplayClock{12.34, 60, 2, true};
   g = DrawHeader(s, ViewState{}, 80);
@@ -289,6 +294,9 @@ TEST(ConsoleDrawStatus, ConnectionCountersAndStore) {
   g = DrawStatus(s, ViewState{}, 120);
   EXPECT_THAT(g.Row(0), StartsWith(" ● lost (3.2s since heartbeat)   msgs 12.3k  gaps 5  store "
                                    "ERROR RESOURCE_EXHAUSTED: disk full  db /tmp/runs.db"));
+  s.conn = ConnState::kEnded;
+  g = DrawStatus(s, ViewState{}, 120);
+  EXPECT_THAT(g.Row(0), StartsWith(" ● ended (the engine stopped the run)   msgs 12.3k"));
   s.conn = ConnState::kReplay;
   g = DrawStatus(s, ViewState{}, 80);
   EXPECT_THAT(g.Row(0), HasSubstr("replay /tmp/runs.db"));
