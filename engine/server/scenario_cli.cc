@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/costmodel/catalog.h"
+#include "engine/server/flag_checks.h"
 #include "engine/server/scenario.h"
 #include "engine/server/scenario_results.h"
 
@@ -82,7 +83,7 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
   app.add_option("--variants", variants, "comma-separated subset of the scenario's variants");
   app.add_option("--time-scale", run.time_scale,
                  "multiply every workload phase's length (a shorter run: 0.1)")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   app.add_option("--seed", run.seed, "workload and routing seed")->capture_default_str();
   int t_high = 0;
@@ -97,15 +98,15 @@ int ScenarioMain(int argc, char** argv, const std::function<int(EngineOptions)>&
   double allreduce_us = -1, all_to_all_us = -1;
   app.add_option("--allreduce-latency-us", allreduce_us,
                  "fixed µs per all-reduce instead of the scenario's")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   app.add_option("--all-to-all-latency-us", all_to_all_us,
                  "fixed µs per all-to-all instead of the scenario's")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   app.add_option("--catalog", run.catalog_dir, "catalogue directory (default: the source's data/)");
   app.add_option("--json", json_out, "also write the results as JSON to this file");
   app.add_option("--live", live, "serve this variant live (telemetry and commands) instead");
   app.add_option("--speed", live_speed, "--live: simulated seconds per real second (0: flat out)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   app.add_option("--telemetry", telemetry, "--live: XPUB endpoint")->capture_default_str();
   app.add_option("--control", control, "--live: ROUTER endpoint")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/server/flag_checks.h"
 #include "engine/workload/workload_file.h"
 
 namespace sy::engine {
@@ -121,7 +122,7 @@ void AddWorkloadFlags(CLI::App* app, WorkloadFlags* f) {
   Add(app, f, "--rate", f->rate,
       "Poisson arrival rate: requests/s (poisson, shared-prefix) or sessions/s (agentic, "
       "default 0.5 there)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   Add(app, f, "--prompt-len", f->prompt_len,
       "prompt tokens (the question, for shared-prefix): N, MIN-MAX or lognormal:MEAN[:SIGMA]")
       ->check(LengthValidator());
@@ -130,19 +131,19 @@ void AddWorkloadFlags(CLI::App* app, WorkloadFlags* f) {
       ->check(LengthValidator());
   Add(app, f, "--duration", f->duration,
       "seconds of arrivals, then drain and exit (0: until stopped)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--requests", f->requests, "requests to send, then drain and exit (0: unlimited)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--temperature", f->temperature,
       "sampling temperature (0: greedy; for a trace, where a line gives none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--quiet-rate", f->quiet_rate, "bursty: requests/s between bursts (0: silence)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--burst-rate", f->burst_rate, "bursty: requests/s during a burst")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   Add(app, f, "--quiet-s", f->quiet_s, "bursty: seconds of each quiet phase (the run starts quiet)")
-      ->check(CLI::PositiveNumber);
-  Add(app, f, "--burst-s", f->burst_s, "bursty: seconds of each burst")->check(CLI::PositiveNumber);
+      ->check(Positive());
+  Add(app, f, "--burst-s", f->burst_s, "bursty: seconds of each burst")->check(Positive());
   Add(app, f, "--phases", f->phases,
       "bursty: SECONDS:RATE,... phases played once in order instead of the quiet/burst "
       "alternation (e.g. 30:5,7:80,300:5,7:120,31:5)");
@@ -150,7 +151,7 @@ void AddWorkloadFlags(CLI::App* app, WorkloadFlags* f) {
       ->check(CLI::Range(1, 1 << 20));
   Add(app, f, "--rollout-interval", f->rollout_interval,
       "rollout: seconds between releases (0: a single release, then drain and exit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--turns", f->turns, "agentic: turns per session, N or MIN-MAX")
       ->check(TurnsValidator());
   Add(app, f, "--first-turn-len", f->first_turn_len,
@@ -161,7 +162,7 @@ void AddWorkloadFlags(CLI::App* app, WorkloadFlags* f) {
       "ends when its prompt would outgrow the model")
       ->check(CLI::Range(1, 1 << 20));
   Add(app, f, "--think-s", f->think_s, "agentic: seconds between a session's turns")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   Add(app, f, "--system-prompts", f->system_prompts,
       "shared-prefix: distinct system prompts, one picked per request")
       ->check(CLI::Range(1, 10000));

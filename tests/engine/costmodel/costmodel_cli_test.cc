@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 struct Outcome {
   int code = -1;
@@ -179,6 +180,9 @@ TEST(ScenarioCli, THighOverridesTheScenariosThreshold) {
   r = MoeEngine("scenario", "moebius-bursty --t-high 0");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--t-high"));
+  r = MoeEngine("scenario", "moebius-bursty --time-scale -1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, StartsWith("--time-scale: Value -1 must be > 0\n"));
 }
 
 // --json carries the phases pooled by metric beside the phases, and auto's

@@ -194,6 +194,23 @@ TEST(WorkloadFlagsTest, ValidatorsRejectBadValuesWhileParsing) {
   }
 }
 
+// The refusal says what is allowed in a few words (CLI11's own numeric
+// checks wrote out DBL_MAX, 300 digits).
+TEST(WorkloadFlagsTest, NumericRefusalsAreShort) {
+  for (const auto& [args, want] :
+       {std::pair{"--rate -1", "--rate: Value -1 must be > 0"},
+        std::pair{"--burst-s 0", "--burst-s: Value 0 must be > 0"},
+        std::pair{"--duration -5", "--duration: Value -5 must be >= 0"},
+        std::pair{"--quiet-rate fast", "--quiet-rate: Value fast is not a number"}}) {
+    try {
+      Parse(args);
+      ADD_FAILURE() << args << " was accepted";
+    } catch (const CLI::ValidationError& e) {
+      EXPECT_EQ(std::string(e.what()), want) << args;
+    }
+  }
+}
+
 // Values set without the CLI (or passing its checks but not Validate) are
 // still refused, with the flag named.
 TEST(WorkloadFlagsTest, ResolveNamesTheFlagOfAnInvalidValue) {

@@ -1,0 +1,33 @@
+// File: engine/server/flag_checks.h
+//
+// CLI11 validators for numeric flags, with messages an operator can read.
+// CLI11 2.1's PositiveNumber and NonNegativeNumber refuse with their whole
+// range, DBL_MAX written out in 300 digits ("Value -1 not in range 0.000000
+// to 1797693134862315708145...").
+//
+// Thread-safety: each call returns a new validator; nothing is shared.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace sy::engine {
+
+// "--flag: Value V must be > 0" (Positive) or ">= 0" (NonNegative), or
+// "... is not a number". What they let through (NaN, for one) the flag's
+// consumer refuses with its own message.
+inline CLI::Validator ZeroCheck(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v)) return "Value " + in + " is not a number";
+        if (zero_ok ? v < 0 : v <= 0)
+          return "Value " + in + (zero_ok ? " must be >= 0" : " must be > 0");
+        return "";
+      },
+      zero_ok ? "NONNEGATIVE" : "POSITIVE");
+}
+inline CLI::Validator Positive() { return ZeroCheck(false); }
+inline CLI::Validator NonNegative() { return ZeroCheck(true); }
+
+}  // namespace sy::engine
