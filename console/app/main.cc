@@ -26,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/flag_checks.h"
 #include "console/app/compare_loader.h"
 #include "console/app/controller.h"
 #include "console/app/engine_set.h"
@@ -390,7 +391,7 @@ int Main(int argc, char** argv) {
   auto* headless = app.add_flag("--headless", o.headless,
                                 "no UI: record (live) or play through and summarise (replay)");
   auto* duration = app.add_option("--duration", o.duration_s, "headless live: stop after SECONDS")
-                       ->check(CLI::PositiveNumber)
+                       ->check(Positive())
                        ->needs(headless);
   auto* exit_on_stop =
       app.add_flag("--exit-on-stop", o.exit_on_stop,
@@ -409,7 +410,7 @@ int Main(int argc, char** argv) {
           ->needs(replay);
   app.add_option("--size", o.size, "with --render-view: WIDTHxHEIGHT")->needs(render);
   app.add_option("--at", o.at_s, "with --render-view: position in SECONDS (default end)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->needs(render);
   auto* browse = app.add_flag("--replay-browse", o.browse,
                               "pick a stored run to replay (from --replay FILE, --db or the "

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/flag_checks.h"
 #include "engine/eplb/eplb_cli.h"
 #include "engine/model/config.h"
 #include "engine/pools/pool_sizing.h"
@@ -473,7 +474,7 @@ int ScoreMain(int argc, char** argv) {
   app.add_option("--tokens", o.tokens, "token ids, comma separated")
       ->required()
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   app.add_option("--devices", o.devices, "virtual devices P")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

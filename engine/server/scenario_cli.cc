@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/flag_checks.h"
 #include "engine/costmodel/catalog.h"
-#include "engine/server/flag_checks.h"
 #include "engine/server/scenario.h"
 #include "engine/server/scenario_results.h"
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "base/flag_checks.h"
 #include "engine/costmodel/catalog.h"
 
 namespace sy::engine {
@@ -20,7 +21,7 @@ void AddSimFlags(CLI::App& app, SimFlags* f, const CLI::Option* kv_pages) {
                  "sim: the catalogue directory (default: the source's data/)");
   app.add_option("--speed", f->speed,
                  "sim: simulated seconds per real second (0: as fast as possible)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   app.add_option("--sim-dtype", f->dtype, "sim: compute dtype (fp8 | bf16)")->capture_default_str();
   app.add_option("--sim-weight-dtype", f->weight_dtype, "sim: expert weight dtype (fp8 | bf16)")
@@ -47,17 +48,17 @@ void AddSimFlags(CLI::App& app, SimFlags* f, const CLI::Option* kv_pages) {
       ->capture_default_str();
   app.add_option("--sim-allreduce-latency-us", f->allreduce_latency_us,
                  "sim: fixed µs added to every all-reduce (default: the hardware file's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   app.add_option("--sim-all-to-all-latency-us", f->all_to_all_latency_us,
                  "sim: fixed µs added to every all-to-all (default: the hardware file's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   app.add_option("--routing-skew", f->routing_skew,
                  "sim: Zipf exponent of expert popularity (0: uniform routing)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   app.add_option("--routing-drift-s", f->routing_drift_s,
                  "sim: simulated seconds between popularity drifts (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   app.add_option("--routing-drift-fraction", f->routing_drift_fraction,
                  "sim: share of experts that change rank at each drift")

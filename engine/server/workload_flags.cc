@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/server/flag_checks.h"
+#include "base/flag_checks.h"
 #include "engine/workload/workload_file.h"
 
 namespace sy::engine {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/atomic_file.h"
+#include "base/flag_checks.h"
 #include "store/tool/chrome_trace.h"
 #include "store/tool/inventory.h"
 #include "store/tool/maintenance.h"
@@ -97,7 +98,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* show = app.add_subcommand("show", "a run's metadata, rows per table and events");
   show->add_option("ID", fl.run, "run id")->required();
   show->add_option("--events", fl.events, "events and commands to print (default 20)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   CLI::App* exp = app.add_subcommand("export", "a run as Chrome Trace JSON for ui.perfetto.dev");
   exp->add_option("ID", fl.run, "run id")->required();
   exp->add_option("--format", fl.format, "output format (only chrome-trace)");
@@ -105,7 +106,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::Option* to = exp->add_option("--to", fl.to_s, "window end, seconds since run start");
   exp->add_option("--out", fl.out_path, "write here instead of standard output");
   CLI::App* prune = app.add_subcommand("prune", "delete all but the newest N runs");
-  prune->add_option("--keep", fl.keep, "runs to keep")->required()->check(CLI::NonNegativeNumber);
+  prune->add_option("--keep", fl.keep, "runs to keep")->required()->check(NonNegative());
   CLI::App* vacuum = app.add_subcommand("vacuum", "give freed space back (SQLite VACUUM)");
   CLI::App* check = app.add_subcommand("check", "integrity check and rows per table");
   try {

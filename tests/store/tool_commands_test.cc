@@ -163,6 +163,9 @@ TEST(StoreToolCommands, PruneRefusesWhileAConsoleRecordsAndOnBadFlags) {
     Ran r = Cli(a);
     EXPECT_EQ(r.code, 2) << args.size();
     EXPECT_NE(r.err, "");
+    if (args.size() == 3 && args[2] == "-1") {
+      EXPECT_THAT(r.err, HasSubstr("--keep: Value -1 must be >= 0\n"));
+    }
   }
   EXPECT_EQ(FileBytes(path), closed) << "a refused prune changed the file";
 }

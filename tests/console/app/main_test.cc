@@ -106,6 +106,7 @@ TEST(ConsoleMain, BadFlagsExitTwo) {
   EXPECT_EQ(r.code, 2);
   r = RunConsole(dir, {"--headless", "--duration", "-1"});
   EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, StartsWith("--duration: Value -1 must be > 0\n"));
   r = RunConsole(dir, {"--help"});
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("--replay"));

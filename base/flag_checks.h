@@ -1,9 +1,12 @@
-// File: engine/server/flag_checks.h
+// File: base/flag_checks.h
 //
 // CLI11 validators for numeric flags, with messages an operator can read.
 // CLI11 2.1's PositiveNumber and NonNegativeNumber refuse with their whole
 // range, DBL_MAX written out in 300 digits ("Value -1 not in range 0.000000
 // to 1797693134862315708145...").
+//
+// Header-only (CLI11 is), for every program's flags: moe-engine, moe-console,
+// moe-store.
 //
 // Thread-safety: each call returns a new validator; nothing is shared.
 #pragma once
@@ -11,7 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-namespace sy::engine {
+namespace sy {
 
 // "--flag: Value V must be > 0" (Positive) or ">= 0" (NonNegative), or
 // "... is not a number". What they let through (NaN, for one) the flag's
@@ -30,4 +33,4 @@ inline CLI::Validator ZeroCheck(bool zero_ok) {
 inline CLI::Validator Positive() { return ZeroCheck(false); }
 inline CLI::Validator NonNegative() { return ZeroCheck(true); }
 
-}  // namespace sy::engine
+}  // namespace sy
