@@ -86,8 +86,12 @@ Status ParsePolicy(const std::vector<std::string>& words, ParsedCommand& out) {
     } else {
       key = Lower(w.substr(0, eq));
       value = w.substr(eq + 1);
+      for (const auto& [label, name] : kPolicyKeyLabels) {
+        if (key == label) key = name;
+      }
       if (!OneOf(kPolicyKeys, key)) {
-        return InvalidArgument("unknown policy key '" + w.substr(0, eq) + "': expected " + keys);
+        return InvalidArgument("unknown policy key '" + w.substr(0, eq) + "': expected " + keys +
+                               " (or the Overview's T_h, T_l, W, C, Q)");
       }
       if (value.empty()) return InvalidArgument("policy " + key + "= needs a value");
     }

@@ -25,6 +25,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -36,6 +37,10 @@ inline constexpr std::string_view kSwitchTargets[] = {"tp", "ep"};
 inline constexpr std::string_view kPolicyModes[] = {"auto", "manual"};
 inline constexpr std::string_view kPolicyKeys[] = {"t_high", "t_low",   "window", "cooldown",
                                                    "queue",  "rollout", "mode"};
+// The Overview's policy line labels the keys T_h, T_l, W, C and Q; typed
+// (any case), they stand for the key beside them.
+inline constexpr std::pair<std::string_view, std::string_view> kPolicyKeyLabels[] = {
+    {"t_h", "t_high"}, {"t_l", "t_low"}, {"w", "window"}, {"c", "cooldown"}, {"q", "queue"}};
 inline constexpr std::string_view kRolloutValues[] = {"auto", "on", "off"};
 
 // Each fills out.request.args and out.text from `words` (words[0] is the

@@ -58,6 +58,13 @@ TEST(ConsoleParallelCommands, PolicyModeAndKeys) {
                                    {"queue", 6},
                                    {"rollout", "on"}}));
   EXPECT_EQ(c->text, "policy manual t_high=64 t_low=auto window=32 cooldown=0 queue=6 rollout=on");
+  // The Overview's labels, as it shows them.
+  c = ParseCommand("policy T_h=300 T_l=auto W=32 C=10 Q=4");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(
+      c->request.args,
+      (json{{"t_high", 300}, {"t_low", "auto"}, {"window", 32}, {"cooldown", 10}, {"queue", 4}}));
+  EXPECT_EQ(c->text, "policy t_high=300 t_low=auto window=32 cooldown=10 queue=4");
   c = ParseCommand("policy t_low=40.5 mode=auto");
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->request.args, (json{{"t_low", 40.5}, {"mode", "auto"}}));
@@ -70,7 +77,7 @@ TEST(ConsoleParallelCommands, PolicyValuesAreCheckedLocally) {
             "t_high, t_low, window, cooldown, queue, rollout, mode");
   EXPECT_EQ(err("policy t_hi=3"),
             "unknown policy key 't_hi': expected t_high, t_low, window, cooldown, queue, rollout, "
-            "mode");
+            "mode (or the Overview's T_h, T_l, W, C, Q)");
   EXPECT_EQ(err("policy t_high=0"), "bad t_high '0': expected a batch size from 1 to 1000000");
   EXPECT_EQ(err("policy t_high=1.5"), "bad t_high '1.5': expected a batch size from 1 to 1000000");
   EXPECT_EQ(err("policy t_low=-1"),
