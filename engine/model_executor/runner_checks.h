@@ -1,15 +1,15 @@
 // File: engine/model_executor/runner_checks.h
 //
 // What every ModelRunner refuses (model_runner.h): options at Create and a
-// batch at Step; and the expert map Create starts from. The CPU runner (model_runner.cc) and the
-// simulated cluster's SimRunner (engine/sim) call these same functions, so what one refuses the
-// other refuses with the same message, and a check added here guards both.
+// batch at Step; and the expert map Create starts from. The CPU runner
+// (model_runner.cc) and the simulated cluster's SimRunner (engine/sim) call
+// these same functions, so what one refuses the other refuses with the same
+// message, and a check added here guards both.
 //
-// The checks read only their arguments; nothing is allocated or written, so
-// a runner calls them before it builds or touches any pool, and a refused
-// batch leaves no trace.
+// The checks only read their arguments, so a runner calls them before it
+// builds or touches any pool, and a refused batch leaves no trace.
 //
-// Thread-safety: a pure function.
+// Thread-safety: pure functions.
 #pragma once
 
 #include "base/status.h"
