@@ -16,9 +16,7 @@
 
 namespace sy {
 
-// "--flag: Value V must be > 0" (Positive) or ">= 0" (NonNegative), or
-// "... is not a number". What they let through (NaN, for one) the flag's
-// consumer refuses with its own message.
+namespace flag_checks_internal {
 inline CLI::Validator ZeroCheck(bool zero_ok) {
   return CLI::Validator(
       [zero_ok](std::string& in) -> std::string {
@@ -30,7 +28,12 @@ inline CLI::Validator ZeroCheck(bool zero_ok) {
       },
       zero_ok ? "NONNEGATIVE" : "POSITIVE");
 }
-inline CLI::Validator Positive() { return ZeroCheck(false); }
-inline CLI::Validator NonNegative() { return ZeroCheck(true); }
+}  // namespace flag_checks_internal
+
+// "--flag: Value V must be > 0" (Positive) or ">= 0" (NonNegative), or
+// "... is not a number". What they let through (NaN, for one) the flag's
+// consumer refuses with its own message.
+inline CLI::Validator Positive() { return flag_checks_internal::ZeroCheck(false); }
+inline CLI::Validator NonNegative() { return flag_checks_internal::ZeroCheck(true); }
 
 }  // namespace sy
