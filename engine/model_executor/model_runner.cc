@@ -5,11 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
