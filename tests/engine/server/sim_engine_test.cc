@@ -386,7 +386,8 @@ TEST(CalibrateSimTest, MeasureLayoutsIsDeterministicAndBracketsTheCrossover) {
 
 // A twentieth of moebius-bursty, every variant: the structure of the results
 // (phases, requests all accounted for, the auto policy switching at the
-// bursts). The seed's full-size shape is the bench's (scripts/bench).
+// bursts). The seed's full-size shape is checked in Release by
+// tests/integration/scenario_shape_test.py.
 TEST(ScenarioTest, ShortBurstyRunGivesPerPhaseResultsForEveryVariant) {
   Result<Scenario> s = LoadScenario(costmodel::DefaultCatalogDir(), "moebius-bursty");
   ASSERT_THAT(s, IsOk());
