@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""moebius-bursty at full size shows seed 003 §9.2's shape (issue #8).
+"""Issue #8's scenarios at full size keep the seeds' shape.
 
-Runs `moe-engine scenario moebius-bursty --json` (static TP, static EP and the
-auto policy over the 375 s trace on the simulated 8 x H200; ~10 s of wall
-time in Release) and checks the results against the seed, as seed 003 §9.2
-reports its trace:
+Case `bursty`: `moe-engine scenario moebius-bursty --json` (static TP, static
+EP and the auto policy over the 375 s trace on the simulated 8 x H200; ~10 s
+of wall time in Release), checked against seed 003 §9.2 as the seed reports
+its trace:
 
 * the quiet phases pooled: static TP has the lower mean TPOT;
 * the bursts pooled: static EP has the lower mean TTFT, by a wide margin
@@ -18,11 +18,15 @@ phase-by-phase check: static TP spends it draining its burst backlog, and
 which layout is better there is the tail's length (docs/SIMULATION.md,
 "moebius-bursty against the seed's shape").
 
+Case `ep72`: `moe-engine scenario deepseek-ep72-decode --json` (DeepSeek-V3 on
+72 simulated H100s, seed 004's decode setup; ~12 s): live EPLB rebalances,
+and raises both the balancedness and the output throughput over plain EP.
+
 The sim runs on a virtual clock with the hardware file's kernel profile, so
 the figures are the same on every machine; no wall time is asserted. Under
-the sanitizers (SY_SANITIZED=1) the run would take minutes: the test exits 77
-(skipped) there, and ScenarioTest runs the same code at a twentieth of the
-size under ASan.
+the sanitizers (SY_SANITIZED=1) a run would take minutes: the test exits 77
+(skipped) there, and ScenarioTest runs the same code at a smaller size under
+ASan.
 """
 import json
 import os
@@ -39,17 +43,18 @@ def mean(phase, metric):
     return phase[f"{metric}_ms"][0]
 
 
-def main():
-    if os.environ.get("SY_SANITIZED") == "1":
-        print("skipped: the full-size scenario is a Release check")
-        return 77
-    out = os.path.join(harness.tmpdir(), "bursty.json")
-    r = subprocess.run([harness.engine_bin(), "scenario", "moebius-bursty", "--json", out],
+def run_scenario(name):
+    """Runs scenario `name`; returns (its JSON results, its printed table)."""
+    out = os.path.join(harness.tmpdir(), name + ".json")
+    r = subprocess.run([harness.engine_bin(), "scenario", name, "--json", out],
                        capture_output=True, text=True, timeout=150)
-    assert r.returncode == 0, f"scenario exited {r.returncode}: {r.stderr}"
-    table = r.stdout
+    assert r.returncode == 0, f"scenario {name} exited {r.returncode}: {r.stderr}"
     with open(out) as f:
-        res = json.load(f)
+        return json.load(f), r.stdout
+
+
+def bursty():
+    res, table = run_scenario("moebius-bursty")
     by = {v["variant"]: v for v in res["variants"]}
     assert sorted(by) == ["auto", "ep", "tp"], sorted(by)
     tp, ep, auto = by["tp"], by["ep"], by["auto"]
@@ -85,6 +90,30 @@ def main():
     assert tp["switches"] == 0 and ep["switches"] == 0
     print(f"ok: quiet TPOT TP {quiet_tp:.1f} / EP {quiet_ep:.1f} ms, burst TTFT "
           f"EP {burst_ep:.0f} / TP {burst_tp:.0f} ms, auto/best {[round(x, 3) for x in ratios]}")
+
+
+def ep72():
+    res, table = run_scenario("deepseek-ep72-decode")
+    by = {v["variant"]: v for v in res["variants"]}
+    assert sorted(by) == ["ep", "ep-eplb"], sorted(by)
+    ep, eplb = by["ep"], by["ep-eplb"]
+    assert ep["rebalances"] == 0 and eplb["rebalances"] >= 1, table
+    assert ep["requests"] == eplb["requests"] == 4608, table
+    assert eplb["balancedness"] > ep["balancedness"] * 1.5, table
+    assert eplb["output_tok_s"] > ep["output_tok_s"] * 1.05, table
+    print(f"ok: balancedness {ep['balancedness']:.3f} -> {eplb['balancedness']:.3f}, "
+          f"{ep['output_tok_s']:.0f} -> {eplb['output_tok_s']:.0f} tok/s")
+
+
+def main():
+    cases = {"bursty": bursty, "ep72": ep72}
+    if len(sys.argv) < 2 or sys.argv[-1] not in cases:
+        print(f"usage: {sys.argv[0]} [--build DIR] {'|'.join(cases)}", file=sys.stderr)
+        return 2
+    if os.environ.get("SY_SANITIZED") == "1":
+        print("skipped: the full-size scenarios are a Release check")
+        return 77
+    cases[sys.argv[-1]]()
     return 0
 
 
