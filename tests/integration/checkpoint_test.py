@@ -133,7 +133,6 @@ def main():
                           "--prompt-len", "8-40", "--output-len", "4-12", "--telemetry", tel,
                           "--control", ctl], timeout=120)
     assert code == 0, err
-    shutil.rmtree(tmp)
     print("checkpoint_test: ok")
 
 

@@ -20,6 +20,7 @@ One case per run, named after --build DIR:
               Skipped (exit 77) only when the kernel refuses both unshares.
 docs/RELIABILITY.md states these guarantees.
 """
+import atexit
 import os
 import re
 import shutil
@@ -292,6 +293,9 @@ def disk_full_in_namespace():
     # 2 MiB: the empty store takes ~150 KiB; a full trace adds ~200 KiB/s or more,
     # so it fills within seconds.
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "sy-faults", mnt], check=True)
+    # Registered after tmpdir's removal, so it runs first (atexit: last in,
+    # first out) and the removal finds a plain, empty directory.
+    atexit.register(subprocess.run, ["umount", mnt], check=False)
     db = os.path.join(mnt, "runs.db")
     tel, ctl = harness.endpoints()
     engine, control = start_engine(tmp, tel, ctl, "full", 50)

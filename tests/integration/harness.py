@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -177,4 +178,19 @@ def console_bin():
 
 
 def tmpdir():
-    return tempfile.mkdtemp(prefix="switchyard-it-")
+    """A fresh directory, removed when the test exits unless it failed.
+
+    A failed test ends on an uncaught exception (sys.last_type is then set),
+    and keeps its directory (logs, databases) for a look; SY_KEEP_TMP=1
+    keeps every one. Registered before the test's Procs, so it runs after
+    their kill() (atexit is last in, first out): nothing is still writing.
+    """
+    d = tempfile.mkdtemp(prefix="switchyard-it-")
+
+    def remove():
+        if getattr(sys, "last_type", None) is None and os.environ.get("SY_KEEP_TMP") != "1":
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            print(f"kept {d}", file=sys.stderr)
+    atexit.register(remove)
+    return d
